@@ -1,0 +1,112 @@
+"""The ``featlab`` command: list, run, show, reproduce."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .config import parse_overrides
+from .errors import FeatlabError
+from .experiments.registry import PAPERS, list_experiments
+from .experiments.runner import run
+from .report.tables import claims_table, run_report, table
+from .runs.store import load_run
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="featlab", description="Reproduce and check feature-learning theory papers.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    sub.add_parser("list", help="every experiment with its paper reference")
+
+    r = sub.add_parser("run", help="run one experiment")
+    r.add_argument("id")
+    r.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. seeds=8 k=20")
+    _common(r)
+    r.add_argument("--config", metavar="FILE.yaml", help="YAML file of field: value (applied before key=value)")
+
+    s = sub.add_parser("show", help="reprint a finished run's claims and headline metrics")
+    s.add_argument("run_dir")
+
+    rp = sub.add_parser("reproduce", help="every experiment of a paper, then one table of all claims")
+    rp.add_argument("paper", nargs="?", default="all", choices=[*PAPERS, "all"])
+    _common(rp)
+    return p
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", default="quick", help="quick (CPU, about a minute; default) or paper")
+    p.add_argument("--out", default="runs", help="output folder (default ./runs)")
+    p.add_argument("--force", action="store_true", help="retrain even if an identical complete run exists")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a claim does not hold")
+
+
+def cmd_list() -> int:
+    rows = [[e.id, e.paper, e.reference, "/".join(e.presets), e.summary] for e in list_experiments()]
+    print(table(rows, ["id", "paper", "figure/table", "presets", "what it shows"], [22, 21, 22, 12, 60]))
+    return 0
+
+
+def _print_run(rec, out=sys.stdout) -> None:
+    if rec.skipped:
+        print(f"(an identical complete run exists; not retrained — use --force to retrain)", file=out)
+    print(run_report(rec.summary, str(rec.dir)), file=out)
+
+
+def cmd_run(a) -> int:
+    rec = run(a.id, a.preset, out=a.out, config_file=a.config, force=a.force, **parse_overrides(a.overrides))
+    _print_run(rec)
+    if rec.status != "complete":
+        return 1
+    return 1 if a.strict and not all(c["holds"] for c in rec.claims) else 0
+
+
+def cmd_show(a) -> int:
+    rec = load_run(a.run_dir)
+    _print_run(rec)
+    return 0
+
+
+def cmd_reproduce(a) -> int:
+    paper = None if a.paper == "all" else a.paper
+    exps = list_experiments(paper)
+    all_claims, failed = [], []
+    for i, e in enumerate(exps, 1):
+        print(f"[{i}/{len(exps)}] {e.id} ({e.reference}) ...", flush=True)
+        rec = run(e.id, a.preset, out=a.out, force=a.force)
+        print(f"    {rec.status}{' (existing run)' if rec.skipped else ''} in {rec.summary.get('elapsed_s', 0):.1f} s"
+              f" → {rec.dir}", flush=True)
+        if not rec.ok:
+            failed.append(e.id)
+        all_claims += [{**c, "experiment": e.id} for c in rec.claims]
+    print()
+    print(claims_table(all_claims, with_experiment=True))
+    held = sum(c["holds"] for c in all_claims)
+    print(f"\n{held}/{len(all_claims)} claims hold across {len(exps)} experiments.")
+    if failed:
+        print(f"runs that did not complete: {', '.join(failed)}")
+        return 1
+    return 1 if a.strict and held < len(all_claims) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.cmd == "list":
+            return cmd_list()
+        if args.cmd == "run":
+            return cmd_run(args)
+        if args.cmd == "show":
+            return cmd_show(args)
+        return cmd_reproduce(args)
+    except FeatlabError as e:
+        print(f"featlab: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("featlab: interrupted; completed runs are kept, the unfinished one will be redone", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

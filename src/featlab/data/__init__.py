@@ -1,0 +1,4 @@
+from .base import Batch
+from .clusters import MultiClusterDistribution, orthogonal_centres
+
+__all__ = ["Batch", "MultiClusterDistribution", "orthogonal_centres"]

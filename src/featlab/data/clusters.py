@@ -1,0 +1,107 @@
+"""Multi-cluster binary distribution of the Feature Averaging paper (Def 3.1, Remark A.5, App. E.1).
+
+k clusters with centres μ_1..μ_k ∈ R^d (orthogonal, ‖μ_j‖ = √d: Assumption 3.2), partitioned into J+ and J−.
+A point: j ~ Unif[k], y = +1 iff j ∈ J+, x = α μ_j + σ ξ with ξ ~ N(0, I_d). The cluster index j is kept as the
+fine-grained label (§4.2). Every replica has its own centres and samples (seed-keyed generators).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..utils import generator
+from .base import Batch
+
+
+def orthogonal_centres(k: int, d: int, mode: str, gen: torch.Generator, pairwise_cos: float = 0.0,
+                       norm_scales: list[float] | None = None) -> torch.Tensor:
+    """(k, d) centres with ‖μ_j‖ = √d · scale_j.
+
+    mode='qr': μ_j = √d q_j with q from the QR of a Gaussian d×k matrix (rotation invariant; default).
+    mode='basis': μ_j = √d e_j.
+    pairwise_cos > 0 (Fig 9, construction not in the paper): μ_j = √d(√(1−c) q_j + √c q_0) with q_0 ⊥ q_j,
+    which gives cos(μ_i, μ_j) = c exactly for i ≠ j.
+    """
+    need = k + (1 if pairwise_cos > 0 else 0)
+    if mode == "qr":
+        q, _ = torch.linalg.qr(torch.randn(d, need, generator=gen, dtype=torch.float64))
+        q = q.T  # (need, d) orthonormal rows
+    elif mode == "basis":
+        q = torch.eye(d, dtype=torch.float64)[:need]
+    else:  # pragma: no cover - validated by the config
+        raise ValueError(mode)
+    if pairwise_cos > 0:
+        c = pairwise_cos
+        mu = (1 - c) ** 0.5 * q[1:] + c**0.5 * q[:1]
+    else:
+        mu = q
+    mu = mu * d**0.5
+    if norm_scales is not None:
+        mu = mu * torch.tensor(norm_scales, dtype=torch.float64)[:, None]
+    return mu
+
+
+@dataclass
+class MultiClusterDistribution:
+    """Def 3.1 for E replicas. ``mu``: (E, k, d); ``positive``: boolean (k,) mask of J+."""
+
+    mu: torch.Tensor
+    positive: torch.Tensor
+    alpha: float = 1.0  # signal scale α (Remark A.5)
+    sigma: float = 1.0  # noise scale σ
+
+    @classmethod
+    def create(cls, seeds: list[int], k: int, d: int, positive: list[int], *, alpha: float = 1.0,
+               sigma: float = 1.0, centres: str = "qr", pairwise_cos: float = 0.0,
+               norm_scales: list[float] | None = None, dtype=torch.float32,
+               shared_centres: bool = False) -> "MultiClusterDistribution":
+        """``positive``: 1-based cluster indices of J+ (the paper numbers clusters 1..k)."""
+        src = [seeds[0]] * len(seeds) if shared_centres else seeds
+        mu = torch.stack([orthogonal_centres(k, d, centres, generator(s, "centres"), pairwise_cos, norm_scales)
+                          for s in src]).to(dtype)
+        pos = torch.zeros(k, dtype=torch.bool)
+        pos[torch.tensor(positive) - 1] = True
+        return cls(mu, pos, alpha, sigma)
+
+    @property
+    def E(self) -> int:
+        return self.mu.shape[0]
+
+    @property
+    def k(self) -> int:
+        return self.mu.shape[1]
+
+    @property
+    def d(self) -> int:
+        return self.mu.shape[2]
+
+    @property
+    def signs(self) -> torch.Tensor:
+        """(k,) ±1: the binary label of each cluster."""
+        return self.positive.to(self.mu.dtype) * 2 - 1
+
+    def class_sums(self) -> torch.Tensor:
+        """(E, 2, d): Σ_{j∈J+} μ_j and Σ_{j∈J−} μ_j."""
+        p = self.positive.to(self.mu.dtype)
+        return torch.stack([torch.einsum("k,ekd->ed", p, self.mu), torch.einsum("k,ekd->ed", 1 - p, self.mu)], 1)
+
+    def averaged_direction(self) -> torch.Tensor:
+        """(E, d) unit vector along Σ_{J+}μ_j − Σ_{J−}μ_j: the direction of Thm 4.5(3)'s attack."""
+        s = self.class_sums()
+        u = s[:, 0] - s[:, 1]
+        return u / u.norm(dim=-1, keepdim=True)
+
+    def sample(self, n: int, seeds: list[int], role: str = "train") -> Batch:
+        """n points per replica; replica i draws from the (seed_i, role) stream."""
+        xs, ys, cs = [], [], []
+        for e, s in enumerate(seeds):
+            g = generator(s, role)
+            j = torch.randint(self.k, (n,), generator=g)
+            xi = torch.randn(n, self.d, generator=g, dtype=torch.float64).to(self.mu.dtype)
+            xs.append(self.alpha * self.mu[e, j] + self.sigma * xi)  # Def 3.1 / Remark A.5
+            cs.append(j)
+            ys.append(self.signs[j])
+        x, y, c = torch.stack(xs), torch.stack(ys), torch.stack(cs)
+        return Batch(x, y, {"cluster": c})

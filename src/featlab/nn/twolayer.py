@@ -1,0 +1,129 @@
+"""Ensemble-batched two-layer networks with a fixed second layer (the model of all three papers).
+
+    f(x) = A^T φ(W x + b)        W: (E, M, d) trained, b: (E, M) trained or absent, A: (M, out) fixed
+
+E independent replicas sit on the leading axis and train in one batched computation. The fixed read-out A
+covers each paper's network:
+
+* Feature Averaging, binary (§3.2): M = 2m, A = (+1/m, …, +1/m, −1/m, …, −1/m), biases trained.
+* Feature Averaging, k-class block net (§4.2): M = k·h, A[j·h + r, j] = 1/h, no bias.
+* Random Feature Amplification (§2): A = ±1/√m (half and half, a_m = 0 when m is odd), no bias.
+* Midpoint Mixup patch CNN (Def 4.2): inputs with a patch axis (E, n, P, d) are summed over patches after φ.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ..utils import per_replica
+
+
+def relu(z: torch.Tensor) -> torch.Tensor:
+    """ReLU with ReLU'(0) = 1, the papers' convention (FA App. B: activation sets use ≥ 0).
+
+    ``clamp(min=0)`` back-propagates through ``z >= 0``; ``torch.relu`` uses ``z > 0``.
+    """
+    return z.clamp(min=0)
+
+
+class EnsembleTwoLayer(nn.Module):
+    def __init__(self, W: torch.Tensor, A: torch.Tensor, b: torch.Tensor | None = None,
+                 activation: Callable[[torch.Tensor], torch.Tensor] = relu, squeeze: bool | None = None):
+        super().__init__()
+        self.W = nn.Parameter(W)
+        self.b = nn.Parameter(b) if b is not None else None
+        self.register_buffer("A", A.to(W.dtype))
+        self.activation = activation
+        self.squeeze = A.shape[1] == 1 if squeeze is None else squeeze
+
+    # ---------------------------------------------------------------- constructors
+    @classmethod
+    def init(cls, seeds: list[int], d: int, A: torch.Tensor, *, sigma_w: float, sigma_b: float | None = None,
+             dtype=torch.float32, device=None, activation=relu, role: str = "init") -> "EnsembleTwoLayer":
+        """W ~ N(0, σ_w² I), b ~ N(0, σ_b²) (None = no bias); replica i from the (seed_i, role) stream."""
+        M = A.shape[0]
+
+        def draw(g: torch.Generator) -> torch.Tensor:
+            w = torch.randn(M, d, generator=g, dtype=torch.float64) * sigma_w
+            b = torch.randn(M, generator=g, dtype=torch.float64) * (sigma_b or 0.0)
+            return torch.cat([w, b[:, None]], 1)
+
+        Wb = per_replica(seeds, role, draw, device=device, dtype=dtype)
+        W, b = Wb[..., :-1].contiguous(), Wb[..., -1].contiguous()
+        return cls(W, A.to(device=device), b if sigma_b is not None else None, activation)
+
+    # ---------------------------------------------------------------- forward
+    @property
+    def E(self) -> int:
+        return self.W.shape[0]
+
+    def preactivation(self, x: torch.Tensor, shared: bool | None = None) -> torch.Tensor:
+        """<w, x> + b: (E, n, [P,] M). x is (E, n, [P,] d), or (n, [P,] d) shared by all replicas.
+
+        ``shared=None`` treats a 2-D x as shared and anything else as per-replica.
+        """
+        E, M, d = self.W.shape
+        if shared is None:
+            shared = x.dim() == 2
+        if not shared:
+            lead = x.shape[:-1]
+            z = torch.bmm(x.reshape(E, -1, d), self.W.transpose(1, 2)).reshape(*lead, M)
+        else:  # shared inputs: one big matmul over all replicas' neurons
+            lead = x.shape[:-1]
+            z = (x.reshape(-1, d) @ self.W.reshape(E * M, d).T).reshape(*lead, E, M)
+            z = z.movedim(-2, 0)
+        if self.b is not None:
+            z = z + self.b.reshape(E, *([1] * (z.dim() - 2)), M)
+        return z
+
+    def features(self, x: torch.Tensor, shared: bool | None = None) -> torch.Tensor:
+        """Hidden activations summed over patches: (E, n, M)."""
+        h = self.activation(self.preactivation(x, shared))
+        return h.sum(dim=2) if h.dim() == 4 else h
+
+    def forward(self, x: torch.Tensor, shared: bool | None = None) -> torch.Tensor:
+        out = self.features(x, shared) @ self.A  # (E, n, out)
+        return out.squeeze(-1) if self.squeeze else out
+
+    def replica(self, i: int) -> "EnsembleTwoLayer":
+        """A detached copy holding replica i alone (E = 1)."""
+        b = None if self.b is None else self.b.detach()[i : i + 1].clone()
+        return EnsembleTwoLayer(self.W.detach()[i : i + 1].clone(), self.A.clone(), b, self.activation, self.squeeze)
+
+
+# -------------------------------------------------------------------- fixed second layers
+def signed_readout(m_pos: int, m_neg: int, scale: float) -> torch.Tensor:
+    """(m_pos + m_neg, 1): +scale for the first m_pos neurons, −scale for the rest."""
+    return torch.cat([torch.full((m_pos,), scale), torch.full((m_neg,), -scale)])[:, None].double()
+
+
+def block_readout(k: int, h: int, scale: float) -> torch.Tensor:
+    """(k·h, k): neuron (j, r) feeds output j only, with weight ``scale``."""
+    return torch.kron(torch.eye(k, dtype=torch.float64), torch.full((h, 1), scale))
+
+
+# -------------------------------------------------------------------- read-outs of k-class models
+def binary_readout(logits: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
+    """F^binary = Σ_{J+} p_j − Σ_{J−} p_j (FA §4.2), from logits (..., k) and a (k,) boolean mask of J+."""
+    p = logits.softmax(-1)
+    return (p * (positive.to(p.dtype) * 2 - 1)).sum(-1)
+
+
+def logit_margin_readout(logits: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
+    """G = logsumexp_{J+} f_j − logsumexp_{J−} f_j: sgn G = sgn F^binary, but G does not saturate.
+
+    F^binary = (A − B)/(A + B) with A = Σ_{J+} e^{f_j}, B = Σ_{J−} e^{f_j}, and log A − log B has the same sign.
+    PGD attacks G so that its gradients stay informative where softmax saturates.
+    """
+    neg_inf = torch.finfo(logits.dtype).min
+    pos = logits.masked_fill(~positive, neg_inf).logsumexp(-1)
+    neg = logits.masked_fill(positive, neg_inf).logsumexp(-1)
+    return pos - neg
+
+
+def sign_prediction(score: torch.Tensor) -> torch.Tensor:
+    """sgn with sgn(0) = −1 (FA §3.2)."""
+    return torch.where(score > 0, 1.0, -1.0).to(score.dtype)

@@ -1,0 +1,111 @@
+"""Feature–weight alignment probes: cosines, coefficient estimates, distances to the averaging / decoupling
+solutions, and Thm 4.6's sup-distance to C·f_FA. All take replica-batched tensors and return (E,) tensors."""
+
+from __future__ import annotations
+
+import torch
+
+
+def cosine_matrix(features: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """cos(μ_i, w_j): features (E, k, d), weights (E, M, d) → (E, k, M) (Figs 2, 5–9)."""
+    f = features / features.norm(dim=-1, keepdim=True)
+    w = weights / weights.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
+    return f @ w.transpose(1, 2)
+
+
+def equivalent_weights(W: torch.Tensor, k: int) -> torch.Tensor:
+    """w_j = (1/h) Σ_r w_{j,r} for a block network with k groups: (E, k·h, d) → (E, k, d) (FA §4.2)."""
+    E, M, d = W.shape
+    return W.reshape(E, k, M // k, d).mean(2)
+
+
+def in_class_mask(positive: torch.Tensor, m_pos: int, m_neg: int) -> torch.Tensor:
+    """(k, 2m) mask of the entries (μ_j, w_{s,r}) with j ∈ J_s: positive neurons first, as in the paper."""
+    neuron_pos = torch.cat([torch.ones(m_pos, dtype=torch.bool), torch.zeros(m_neg, dtype=torch.bool)])
+    return positive[:, None] == neuron_pos[None, :]
+
+
+def averaging_stats(cos: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """In-class / off-class statistics of a binary network's cosine matrix (Thm 4.5 (2))."""
+    inn = cos[:, mask]
+    off = cos[:, ~mask]
+    return {
+        "cos_in_class_mean": inn.mean(-1),
+        "cos_in_class_min": inn.min(-1).values,
+        "cos_in_class_max": inn.max(-1).values,
+        "cos_off_class_max_abs": off.abs().max(-1).values,
+    }
+
+
+def decoupling_stats(cos: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Diagonal / off-diagonal statistics of a k-class network's (E, k, k) cosine matrix (Thm 4.7 (2))."""
+    k = cos.shape[-1]
+    eye = torch.eye(k, dtype=torch.bool)
+    return {
+        "cos_diag_mean": cos[:, eye].mean(-1),
+        "cos_diag_min": cos[:, eye].min(-1).values,
+        "cos_offdiag_max_abs": cos[:, ~eye].abs().max(-1).values,
+    }
+
+
+def target_directions(mu: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """v = Σ_{j ∈ group} μ_j/‖μ_j‖² for each neuron: groups (M, k) 0/1 → (E, M, d).
+
+    Averaging: group of neuron (s, r) = J_s. Decoupling: group of neuron (j, r) = {j}.
+    """
+    return torch.einsum("mk,ekd->emd", groups.to(mu.dtype), mu / mu.pow(2).sum(-1, keepdim=True))
+
+
+def fit_coefficients(W: torch.Tensor, v: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Least-squares λ* per neuron for w ≈ λ v, the relative residual ‖w − λ* v‖/‖w‖, and √d ‖w − λ* v‖."""
+    lam = (W * v).sum(-1) / v.pow(2).sum(-1)
+    resid = W - lam[..., None] * v
+    d = W.shape[-1]
+    return {"lambda": lam, "rel_residual": resid.norm(dim=-1) / W.norm(dim=-1),
+            "scaled_distance": d**0.5 * resid.norm(dim=-1)}
+
+
+def coefficient_proxy(W: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """λ_{s,r,j} ≈ <w_{s,r}, μ_j> (Lemma B.11, exact up to ε/6 for ‖μ_j‖ = √d): (E, M, k)."""
+    return W @ mu.transpose(1, 2)
+
+
+def thm46_distance(model, mu: torch.Tensor, positive: torch.Tensor, m: int, *, starts: torch.Tensor,
+                   steps: int = 100) -> dict[str, torch.Tensor]:
+    """Thm 4.6: inf_C sup_{‖x‖=√d} |C f_FA(x) − f_θ(x)|, with C = λ/d for the common least-squares λ.
+
+    Returns an upper bound U = Σ_s (1/m) Σ_r (√d ‖w_{s,r} − λ v_s‖ + |b_{s,r}|) (ReLU is 1-Lipschitz), an
+    optimised lower estimate of the sup (projected gradient ascent on the sphere from ``starts``, (E, S, d)),
+    and the scale sup |C f_FA| = C √d max_s ‖Σ_{J_s} μ_j‖ for a relative reading.
+    """
+    W = model.W.detach()
+    b = model.b.detach() if model.b is not None else torch.zeros(W.shape[:2], dtype=W.dtype)
+    E, M, d = W.shape
+    groups = in_class_mask(positive, m, M - m).T  # (M, k): neuron (s, r) ↔ J_s
+    v = target_directions(mu, groups)
+    lam = (W * v).sum((-1, -2)) / v.pow(2).sum((-1, -2))  # (E,) common λ over all neurons
+    resid = (W - lam[:, None, None] * v).norm(dim=-1)
+    bound = (d**0.5 * resid + b.abs()).sum(-1) / m
+    sums = torch.stack([mu[:, positive].sum(1), mu[:, ~positive].sum(1)], 1)  # (E, 2, d)
+    C = lam / d
+    radius = d**0.5
+
+    def gap(x):  # (E, S, d) → (E, S)
+        ffa = (x @ sums.transpose(1, 2)).clamp(min=0) @ torch.tensor([1.0, -1.0], dtype=x.dtype)
+        return (C[:, None] * ffa - model(x)).abs()
+
+    x = starts / starts.norm(dim=-1, keepdim=True) * radius
+    best = torch.zeros(E, dtype=W.dtype)
+    lr = 0.1 * radius
+    for t in range(steps):
+        x = x.detach().requires_grad_(True)
+        g_val = gap(x)
+        best = torch.maximum(best, g_val.detach().max(-1).values)
+        (grad,) = torch.autograd.grad(g_val.sum(), x)
+        step = grad / grad.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+        x = x.detach() + lr * (1 - t / steps) * step
+        x = x / x.norm(dim=-1, keepdim=True) * radius
+    with torch.no_grad():
+        best = torch.maximum(best, gap(x).max(-1).values)
+    scale = C.abs() * radius * sums.norm(dim=-1).max(-1).values
+    return {"bound": bound, "estimate": best, "scale": scale, "lambda": lam}
