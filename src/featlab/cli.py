@@ -48,7 +48,8 @@ def cmd_list() -> int:
     return 0
 
 
-def _print_run(rec, out=sys.stdout) -> None:
+def _print_run(rec, out=None) -> None:
+    out = out or sys.stdout
     if rec.skipped:
         print(f"(an identical complete run exists; not retrained — use --force to retrain)", file=out)
     print(run_report(rec.summary, str(rec.dir)), file=out)
@@ -91,7 +92,12 @@ def cmd_reproduce(a) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)  # key=value may come after options
+    if extra and (args.cmd != "run" or any(e.startswith("-") or "=" not in e for e in extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
     try:
         if args.cmd == "list":
             return cmd_list()

@@ -32,7 +32,7 @@ def random_in_ball(shape, eps: torch.Tensor, event_dims: int, generator: torch.G
         D *= s
     u = torch.rand(shape[:-event_dims], generator=generator, dtype=dtype).pow(1.0 / D)
     u = u.reshape(*u.shape, *([1] * event_dims))
-    return g / _norm(g, event_dims) * u * eps
+    return (g / _norm(g, event_dims) * u).to(eps.device) * eps  # drawn on CPU (seeded), used where eps lives
 
 
 def pgd_l2(score: Score, x: torch.Tensor, y: torch.Tensor, eps: float | torch.Tensor, *, steps: int = 50,

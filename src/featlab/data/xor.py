@@ -1,0 +1,156 @@
+"""XOR cluster distribution with label noise of the Random Feature Amplification paper (§2, App. E).
+
+Orthonormal means μ1, μ2 ∈ R^d; four clusters +μ1, −μ1 (clean label +1) and +μ2, −μ2 (clean label −1), each
+with prior 1/4; x = μ + z with z log-concave, E z = 0, E zzᵀ = σ²I (§2). The observed label is the clean label
+flipped with probability η(x) (§2): the noise models below are i.i.d. flips at rate η, an exact fraction per
+cluster (App. E), and an x-dependent η(x) that flips the points closest to f*'s boundary.
+
+Cluster ids: 0 = +μ1, 1 = −μ1, 2 = +μ2, 3 = −μ2 (the opposite of cluster c is c ^ 1). Every replica has its own
+means, samples and noise rate η_i; replicas with the same seed share x and differ only in their labels
+(one uniform u_i per point decides the flips, so noisy sets are nested in η).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ..nn.twolayer import signed_readout
+from ..utils import generator
+from .base import Batch
+
+CLUSTER_NAMES = ("+mu1", "-mu1", "+mu2", "-mu2")
+CLEAN_LABEL = torch.tensor([1.0, 1.0, -1.0, -1.0])  # ỹ of clusters +μ1, −μ1, +μ2, −μ2
+LAWS = ("gaussian", "uniform", "laplace")
+NOISE_MODELS = ("flip", "exact", "boundary")
+
+
+def orthonormal_means(d: int, mode: str, gen: torch.Generator) -> torch.Tensor:
+    """(2, d) rows μ1, μ2: ``random`` = QR of a Gaussian d×2 matrix (a uniformly random rotation of e1, e2);
+    ``axis`` = e1, e2."""
+    if mode == "random":
+        q, _ = torch.linalg.qr(torch.randn(d, 2, generator=gen, dtype=torch.float64))
+        return q.T.contiguous()
+    if mode == "axis":
+        return torch.eye(d, dtype=torch.float64)[:2].clone()
+    raise ValueError(mode)  # pragma: no cover - validated by the config
+
+
+def cluster_noise(n: int, d: int, sigma: float, law: str, gen: torch.Generator) -> torch.Tensor:
+    """z with mean 0 and covariance σ²I, i.i.d. log-concave coordinates (§2: P_clust log-concave)."""
+    if law == "gaussian":
+        return sigma * torch.randn(n, d, generator=gen, dtype=torch.float64)
+    if law == "uniform":  # U[−√3σ, √3σ] has variance σ²
+        return sigma * math.sqrt(3.0) * (2 * torch.rand(n, d, generator=gen, dtype=torch.float64) - 1)
+    if law == "laplace":  # Exp(1) − Exp(1) is Laplace(0, 1), variance 2
+        e = torch.empty(2, n, d, dtype=torch.float64).exponential_(generator=gen)
+        return sigma / math.sqrt(2.0) * (e[0] - e[1])
+    raise ValueError(law)  # pragma: no cover
+
+
+def f_star(x: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """f*(x) = |<μ1,x>| − |<μ2,x>| (eq. 2): x (E, n, d), mu (E, 2, d) → (E, n)."""
+    p = torch.einsum("end,ekd->enk", x, mu.to(x.dtype))
+    return p[..., 0].abs() - p[..., 1].abs()
+
+
+def rfa_readout(m: int) -> torch.Tensor:
+    """(m, 1) second layer of eq. (1): +1/√m on the first ⌊m/2⌋ neurons, −1/√m on the next ⌊m/2⌋, a_m = 0 when
+    m is odd (§2)."""
+    h = m // 2
+    A = signed_readout(h, h, 1 / math.sqrt(m))
+    if m % 2:
+        A = torch.cat([A, torch.zeros(1, 1, dtype=A.dtype)])
+    return A
+
+
+@dataclass
+class XORClusterDistribution:
+    """§2's P for E replicas: ``mu`` (E, 2, d) rows μ1, μ2; ``eta`` (E,) noise rate of each replica."""
+
+    mu: torch.Tensor
+    sigma: float
+    eta: torch.Tensor
+    law: str = "gaussian"
+    noise: str = "flip"
+    quantile: torch.Tensor | None = None  # (E,) boundary model: flip iff |f*(x)| < quantile (η(x) ∈ {0, 1})
+
+    @classmethod
+    def create(cls, seeds: list[int], d: int, sigma: float, eta: float | list[float] = 0.0, *,
+               law: str = "gaussian", noise: str = "flip", means: str = "random", dtype=torch.float32,
+               quantile_samples: int = 20000) -> "XORClusterDistribution":
+        etas = [float(eta)] * len(seeds) if isinstance(eta, (int, float)) else [float(e) for e in eta]
+        assert len(etas) == len(seeds), (len(etas), len(seeds))
+        mu = torch.stack([orthonormal_means(d, means, generator(s, "means")) for s in seeds])
+        dist = cls(mu.to(dtype), float(sigma), torch.tensor(etas, dtype=torch.float64), law, noise)
+        if noise == "boundary":
+            dist.quantile = torch.stack([dist._boundary_quantile(e, s, quantile_samples)
+                                         for e, s in enumerate(seeds)])
+        return dist
+
+    # ------------------------------------------------------------------------------------ properties
+    @property
+    def E(self) -> int:
+        return self.mu.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.mu.shape[2]
+
+    def _boundary_quantile(self, e: int, seed: int, N: int) -> torch.Tensor:
+        """q with P(|f*(x)| < q) = η_e, by Monte Carlo on N clean draws (own stream): η(x) = 1{|f*(x)| < q}."""
+        eta = float(self.eta[e])
+        if eta <= 0:
+            return torch.tensor(0.0, dtype=torch.float64)
+        g = generator(seed, "eta-quantile")
+        vals = []
+        for lo in range(0, N, 2000):
+            k = min(2000, N - lo)
+            c = torch.randint(4, (k,), generator=g)
+            x = self._centres(e)[c] + cluster_noise(k, self.d, self.sigma, self.law, g)
+            vals.append(f_star(x[None], self.mu[e : e + 1].double())[0].abs())
+        return torch.quantile(torch.cat(vals), eta)
+
+    def _centres(self, e: int) -> torch.Tensor:
+        mu = self.mu[e].double()
+        return torch.stack([mu[0], -mu[0], mu[1], -mu[1]])  # (4, d) in cluster-id order
+
+    # ------------------------------------------------------------------------------------ sampling
+    def sample(self, n: int, seeds: list[int], role: str = "train") -> Batch:
+        """n points per replica from its (seed_i, role) stream: x, observed y, and info ``cluster``,
+        ``y_clean``, ``noisy`` (E, n)."""
+        xs, ys, yc, cs, nz = [], [], [], [], []
+        for e, s in enumerate(seeds):
+            g = generator(s, role)
+            c = torch.randint(4, (n,), generator=g)
+            x = self._centres(e)[c] + cluster_noise(n, self.d, self.sigma, self.law, g)  # x = μ + z (§2)
+            u = torch.rand(n, generator=g, dtype=torch.float64)
+            y_clean = CLEAN_LABEL[c].double()
+            flip = self.flips(e, x, c, u)
+            xs.append(x)
+            ys.append(torch.where(flip, -y_clean, y_clean))
+            yc.append(y_clean)
+            cs.append(c)
+            nz.append(flip)
+        dtype = self.mu.dtype
+        return Batch(torch.stack(xs).to(dtype), torch.stack(ys).to(dtype),
+                     {"cluster": torch.stack(cs), "y_clean": torch.stack(yc).to(dtype), "noisy": torch.stack(nz)})
+
+    def flips(self, e: int, x: torch.Tensor, c: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        """Which labels replica e flips (§2: y = −ỹ with probability η(x))."""
+        eta = float(self.eta[e])
+        if self.noise == "flip":  # η(x) ≡ η, independent flips
+            return u < eta
+        if self.noise == "exact":  # App. E: exactly round(η·|I_c|) flips in every cluster c, chosen at random
+            flip = torch.zeros_like(u, dtype=torch.bool)
+            for k in range(4):
+                idx = (c == k).nonzero().squeeze(1)
+                r = int(round(eta * len(idx)))
+                if r:
+                    flip[idx[u[idx].argsort()[:r]]] = True
+            return flip
+        if self.noise == "boundary":  # η(x) = 1{|f*(x)| < q_η}: the points closest to f*'s boundary
+            return f_star(x[None], self.mu[e : e + 1].double())[0].abs() < self.quantile[e]
+        raise ValueError(self.noise)  # pragma: no cover

@@ -1,0 +1,204 @@
+"""Random-feature-amplification measurements (Frei, Chatterji, Bartlett 2023, §4 and App. A–C).
+
+Everything takes replica-batched tensors — W (E, M, d), A (M, 1), mu (E, 2, d) rows μ1, μ2, x (E, n, d),
+cluster ids (E, n) with 0 = +μ1, 1 = −μ1, 2 = +μ2, 3 = −μ2 — and returns (E,) tensors (or per-neuron tensors
+where said). The explicit constants of the proofs are module constants next to their references.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+E2 = math.exp(-2.0)
+GROWTH_FLOOR = E2 / 64  # eq. (39): <w_j^{(τ+1)} − w_j^{(τ)}, µ> ≥ α|a_j| e^{-2}/64 for j ∈ J_µ
+LPRIME_FLOOR = E2 / 2  # eq. (37): −ℓ'_{i,τ} ≥ e^{-2}/2 for τ ≤ T − 1
+AO_RADIUS = 3.0  # Condition 10: |<w_j^{(t)}, µ_other>| ≤ 3α|a_j|
+RHO_FLOOR = E2 / 256  # eq. (40): <w_j^{(t)}/‖w_j^{(t)}‖, µ> ≥ e^{-2}/256 for j ∈ J_µ, t ≥ 2
+C0_PAPER = 45 * 1024**2 * math.e**4  # Def 7: C0 = 45·1024²·e⁴ ≈ 2.58e9
+
+
+def stopping_time(alpha: float) -> int:
+    """Thm 1: T = 1 + 1/(4α) iterations, rounded down so that t ≤ 1/(4α) as the proof needs."""
+    return 1 + math.floor(1 / (4 * alpha))
+
+
+def signed_means(mu: torch.Tensor) -> torch.Tensor:
+    """(E, 4, d): +μ1, −μ1, +μ2, −μ2 in cluster-id order."""
+    return torch.stack([mu[:, 0], -mu[:, 0], mu[:, 1], -mu[:, 1]], 1)
+
+
+def rho(W: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """ρ_{j,µ} = <w_j/‖w_j‖, µ> for µ ∈ (+μ1, −μ1, +μ2, −μ2): (E, M, 4)."""
+    w = W / W.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(W.dtype).tiny)
+    return w @ signed_means(mu.to(W.dtype)).transpose(1, 2)
+
+
+def neuron_sets(W0: torch.Tensor, A: torch.Tensor, mu: torch.Tensor, C0: float = C0_PAPER) -> torch.Tensor:
+    """Lemma 4: J_µ = {j : sgn a_j = ỹ(µ), ρ_{j,µ}(0) ≥ 1/(3 C0 √d)}, as an (E, 4, M) boolean mask.
+
+    Positive neurons (a_j > 0) can only be in J_{±µ1}, negative ones in J_{±µ2}.
+    """
+    d = W0.shape[-1]
+    r = rho(W0, mu).transpose(1, 2)  # (E, 4, M)
+    a = A[:, 0].to(W0.dtype)
+    sign_ok = torch.stack([a > 0, a > 0, a < 0, a < 0])  # (4, M)
+    return (r >= 1 / (3 * C0 * math.sqrt(d))) & sign_ok[None]
+
+
+def cluster_masks(cluster: torch.Tensor) -> torch.Tensor:
+    """(E, 4, n): I_{+µ1}, I_{−µ1}, I_{+µ2}, I_{−µ2}."""
+    return torch.stack([cluster == k for k in range(4)], 1)
+
+
+def condition9(W: torch.Tensor, x: torch.Tensor, cluster: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
+    """Condition 9 (alignment): share of neurons j ∈ J (pooled over the four J_µ) with φ'(<w_j, x_k>) = 1 for all
+    k ∈ I_µ and = 0 for all k ∈ I_{−µ}. φ'(0) = 1 (the core's ReLU). Returns (E,)."""
+    pre = torch.bmm(x, W.transpose(1, 2))  # (E, n, M)
+    I = cluster_masks(cluster)  # (E, 4, n)
+    big = torch.finfo(pre.dtype).max
+    # min over the cluster of the preactivation (≥ 0 ⇔ active on all), max over the opposite (< 0 ⇔ inactive)
+    mins = torch.stack([pre.masked_fill(~I[:, k, :, None], big).amin(1) for k in range(4)], 1)  # (E, 4, M)
+    maxs = torch.stack([pre.masked_fill(~I[:, k, :, None], -big).amax(1) for k in range(4)], 1)
+    opp = [1, 0, 3, 2]
+    ok = (mins >= 0) & (maxs[:, opp] < 0)
+    return (ok & J).sum((1, 2)).to(W.dtype) / J.sum((1, 2)).clamp_min(1).to(W.dtype)
+
+
+def condition10(W: torch.Tensor, A: torch.Tensor, mu: torch.Tensor, J: torch.Tensor, alpha: float) -> torch.Tensor:
+    """Condition 10: AO_j = |<w_j, µ_other>|/(α|a_j|) for j ∈ J_{±µ1} (other = µ2) and J_{±µ2} (other = µ1);
+    returns max_j AO_j (E,), to compare with 3."""
+    proj = W @ mu.to(W.dtype).transpose(1, 2)  # (E, M, 2)
+    a = A[:, 0].abs().to(W.dtype).clamp_min(torch.finfo(W.dtype).tiny)
+    ao1 = proj[..., 1].abs() / (alpha * a)  # neurons of J_{±µ1}: projection on µ2
+    ao2 = proj[..., 0].abs() / (alpha * a)
+    in1, in2 = J[:, 0] | J[:, 1], J[:, 2] | J[:, 3]
+    ao = torch.where(in1, ao1, torch.where(in2, ao2, torch.zeros_like(ao1)))
+    return ao.amax(-1)
+
+
+def growth(W_new: torch.Tensor, W_old: torch.Tensor, A: torch.Tensor, mu: torch.Tensor, J: torch.Tensor,
+           alpha: float, steps: int = 1) -> torch.Tensor:
+    """eq. (39): min over j ∈ J_µ of <w_j^{new} − w_j^{old}, µ>/(α|a_j|·steps), the mean per-step growth along
+    the neuron's own cluster mean; (E,), to compare with e^{-2}/64."""
+    proj = (W_new - W_old) @ signed_means(mu.to(W_new.dtype)).transpose(1, 2)  # (E, M, 4)
+    a = A[:, 0].abs().to(W_new.dtype).clamp_min(torch.finfo(W_new.dtype).tiny)
+    g = proj.transpose(1, 2) / (alpha * a * steps)  # (E, 4, M)
+    return g.masked_fill(~J, float("inf")).flatten(1).amin(-1)
+
+
+def min_rho_own(W: torch.Tensor, mu: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
+    """min over j ∈ J_µ of ρ_{j,µ}: (E,), to compare with eq. (40)'s e^{-2}/256 (t ≥ 2)."""
+    r = rho(W, mu).transpose(1, 2)
+    return r.masked_fill(~J, float("inf")).flatten(1).amin(-1)
+
+
+def median_rho_own(W: torch.Tensor, mu: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
+    """median over j ∈ J of ρ_{j,µ(j)} (E,)."""
+    r = rho(W, mu).transpose(1, 2)
+    return torch.stack([r[e][J[e]].median() for e in range(W.shape[0])])
+
+
+def own_rho_values(W: torch.Tensor, mu: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
+    """All ρ_{j,µ} with j ∈ J_µ, pooled over replicas (1-D), for histograms."""
+    r = rho(W, mu).transpose(1, 2)
+    return r[J]
+
+
+def frobenius_ratio(W: torch.Tensor, alpha: float, t: int) -> torch.Tensor:
+    """Lemma 14: ‖W^{(t)}‖_F/(2αt), ≤ 1 for t ≥ 1. (E,)"""
+    return W.flatten(1).norm(dim=-1) / (2 * alpha * max(t, 1))
+
+
+def min_neg_lprime(score: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """min_i −ℓ'(y_i f(x_i)) = min_i 1/(1 + e^{y_i f(x_i)}) (eq. 37). (E,)"""
+    return torch.sigmoid(-y.to(score.dtype) * score).amin(-1)
+
+
+def span_share(W: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """Share of ‖W‖²_F in span{µ1, µ2} (µ orthonormal). (E,)"""
+    proj = W @ mu.to(W.dtype).transpose(1, 2)
+    return proj.pow(2).sum((1, 2)) / W.pow(2).sum((1, 2)).clamp_min(torch.finfo(W.dtype).tiny)
+
+
+def feature_change(W: torch.Tensor, W0: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Prop 2: min_i ‖φ(W x_i) − φ(W0 x_i)‖/‖φ(W0 x_i)‖ (E,)."""
+    h = torch.bmm(x, W.transpose(1, 2)).clamp_min(0)
+    h0 = torch.bmm(x, W0.transpose(1, 2)).clamp_min(0)
+    r = (h - h0).norm(dim=-1) / h0.norm(dim=-1).clamp_min(torch.finfo(W.dtype).tiny)
+    return r.amin(-1)
+
+
+def prop2_bound(omega: float, m: int, d: int) -> float:
+    """Prop 2 (explicit form of its proof): the relative feature change is ≥ e^{-2}/(16·1024·ω√(md))."""
+    return E2 / (16 * 1024 * omega * math.sqrt(m * d))
+
+
+def lemma12_first_step(W0: torch.Tensor, A: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+                       cluster: torch.Tensor, mu: torch.Tensor, score0: torch.Tensor,
+                       alpha: float) -> dict[str, torch.Tensor]:
+    """Lemma 12, eqs. (29)–(30): the predicted first-step projections and the exact remainder bound.
+
+    predicted <w_j^{(1)} − w_j^{(0)}, µ1> = (α a_j/(2n)) (N_{+µ1}(j) − N_{−µ1}(j)),
+    N_{±µ}(j) = Σ_{i ∈ I_{±µ}} y_i φ'(<w_j^{(0)}, x_i>)  (and likewise for µ2).
+    The dropped terms ζ1 (within-cluster noise) and ζ2 (−ℓ'_{i,0} ≠ 1/2) obey, per neuron,
+    |actual − predicted| ≤ (α|a_j|/n) Σ_i φ'_i (|<z_i, µ>| + |f(x_i; W^{(0)})|/4)   (−ℓ' is 1/4-Lipschitz).
+    Returns ``predicted``, ``bound`` (E, M, 2) and the per-neuron pieces.
+    """
+    n = x.shape[1]
+    pre = torch.bmm(x, W0.transpose(1, 2))
+    act = (pre >= 0).to(x.dtype)  # φ'(<w_j^{(0)}, x_i>), ReLU'(0) = 1
+    I = cluster_masks(cluster).to(x.dtype)  # (E, 4, n)
+    N = torch.einsum("ekn,en,enm->ekm", I, y.to(x.dtype), act)  # N_{µ}(j): (E, 4, M)
+    a = A[:, 0].to(x.dtype)
+    diff = torch.stack([N[:, 0] - N[:, 1], N[:, 2] - N[:, 3]], -1)  # (E, M, 2)
+    predicted = alpha * a[None, :, None] / (2 * n) * diff  # eq. (30)
+    proj = x @ mu.to(x.dtype).transpose(1, 2)  # (E, n, 2) <x_i, µ>
+    centre = torch.einsum("ekn,k->en", I, torch.tensor([1.0, -1.0, 0.0, 0.0], dtype=x.dtype))
+    centre2 = torch.einsum("ekn,k->en", I, torch.tensor([0.0, 0.0, 1.0, -1.0], dtype=x.dtype))
+    z_proj = (proj - torch.stack([centre, centre2], -1)).abs()  # |<z_i, µ>|
+    slack = z_proj + score0.abs()[..., None] / 4  # (E, n, 2)
+    bound = alpha * a.abs()[None, :, None] / n * torch.einsum("enm,enk->emk", act, slack)
+    return {"predicted": predicted, "bound": bound, "N": N}
+
+
+def first_step_actual(W1: torch.Tensor, W0: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """<w_j^{(1)} − w_j^{(0)}, µ_k>: (E, M, 2)."""
+    return (W1 - W0) @ mu.to(W1.dtype).transpose(1, 2)
+
+
+# ------------------------------------------------------------------------------------------ (A1)–(A7)
+def assumption_caps(d: int, n: int, m: int, sigma: float, eta: float, omega: float, alpha: float,
+                    delta: float) -> dict[str, tuple[float, float, str]]:
+    """For each of (A1)–(A7), the range [C_lo, C_hi] of constants C for which it holds, and its statement.
+
+    (A1) d ≥ C max{log²(n/δ), log(m/δ)}   (A2) σ² ≤ 1/(C²d)   (A3) n ≥ C log(m/δ)   (A4) η ≤ 1/C
+    (A5) m ≥ C log(1/δ)   (A6) ω² ≤ 1/(C⁴md)   (A7) 1/(2√C) ≤ α ≤ 1/√C  ⇔  1/(4α²) ≤ C ≤ 1/α².
+    """
+    inf = float("inf")
+    l1 = max(math.log(n / delta) ** 2, math.log(m / delta))
+    return {
+        "A1": (1.0, d / l1, f"d ≥ C·max{{log²(n/δ), log(m/δ)}} = C·{l1:.3g}"),
+        "A2": (1.0, 1 / (sigma * math.sqrt(d)), f"σ√d = {sigma * math.sqrt(d):.3g} ≤ 1/C"),
+        "A3": (1.0, n / math.log(m / delta), f"n ≥ C·log(m/δ) = C·{math.log(m / delta):.3g}"),
+        "A4": (1.0, 1 / eta if eta > 0 else inf, f"η = {eta:g} ≤ 1/C"),
+        "A5": (1.0, m / math.log(1 / delta), f"m ≥ C·log(1/δ) = C·{math.log(1 / delta):.3g}"),
+        "A6": (1.0, (omega**2 * m * d) ** -0.25, f"ω√(md) = {omega * math.sqrt(m * d):.3g} ≤ 1/C²"),
+        "A7": (1 / (4 * alpha**2), 1 / alpha**2, f"α = {alpha:g} ∈ [1/(2√C), 1/√C]"),
+    }
+
+
+def check_assumptions(d: int, n: int, m: int, sigma: float, eta: float, omega: float, alpha: float,
+                      delta: float, C: float) -> dict:
+    """Which of (A1)–(A7) hold for the constant C, with the numbers; and the largest C for which all hold at
+    once (None when no C > 1 satisfies all of them). ``label`` is 'theory-checked' when all hold for this C."""
+    caps = assumption_caps(d, n, m, sigma, eta, omega, alpha, delta)
+    holds = {k: lo <= C <= hi for k, (lo, hi, _) in caps.items()}
+    lo = max(v[0] for v in caps.values())
+    hi = min(v[1] for v in caps.values())
+    c_max = hi if hi >= lo and hi > 1 else None
+    lines = [f"({k}) {txt}: holds for C ∈ [{caps[k][0]:.3g}, {caps[k][1]:.3g}] → "
+             f"{'holds' if holds[k] else 'FAILS'} at C = {C:g}" for k, txt in ((k, v[2]) for k, v in caps.items())]
+    label = "theory-checked" if all(holds.values()) else "experimental"
+    return {"holds": holds, "caps": caps, "C_max": c_max, "label": label, "lines": lines}

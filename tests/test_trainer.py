@@ -1,0 +1,44 @@
+import torch
+
+from featlab.train.loop import train
+
+
+def quadratic(E, lr):
+    w = torch.ones(E, 3, requires_grad=True)
+    return w, (lambda step: (w**2).sum(-1) * lr)
+
+
+def test_divergence_marks_the_run_failed_with_the_step():
+    w = torch.ones(2, 3, requires_grad=True)
+    res = train([w], lambda step: (w**2).sum(-1), 50, seeds=[0, 1], lr=torch.tensor([0.1, 5.0]), probe_every=5)
+    assert res.status == "failed"
+    assert "seed 1" in res.message and "non-finite" in res.message
+    assert res.steps_done < 50
+
+
+def test_per_replica_learning_rates_equal_separate_runs():
+    lrs = [0.01, 0.1, 0.3]
+    w_all = torch.ones(3, 4, dtype=torch.float64, requires_grad=True)
+    train([w_all], lambda s: (w_all**4).sum(-1), 20, seeds=[0, 1, 2], lr=torch.tensor(lrs), probe_every=100)
+    for i, lr in enumerate(lrs):
+        w = torch.ones(1, 4, dtype=torch.float64, requires_grad=True)
+        train([w], lambda s: (w**4).sum(-1), 20, seeds=[0], lr=lr, probe_every=100)
+        assert torch.allclose(w_all[i], w[0])
+
+
+def test_adam_and_momentum_decrease_the_loss():
+    for opt, kw in [("adam", {}), ("sgd", {"momentum": 0.9})]:
+        w = torch.full((2, 5), 3.0, requires_grad=True)
+        res = train([w], lambda s: ((w - 1) ** 2).sum(-1), 200, seeds=[0, 1], optimizer=opt, lr=0.05,
+                    probe_every=50, **kw)
+        loss = res.frame().query("metric == 'loss'")
+        assert loss[loss.step == 200].value.max() < 0.05 * loss[loss.step == 0].value.min()
+
+
+def test_probes_at_cadence_and_at_the_end():
+    w = torch.ones(2, 2, requires_grad=True)
+    res = train([w], lambda s: (w**2).sum(-1), 23, seeds=[5, 6], lr=0.1, probe_every=10,
+                probe=lambda s: {"norm": w.detach().norm(dim=-1)}, prefix="x.")
+    f = res.frame()
+    assert sorted(f.step.unique()) == [0, 10, 20, 23]
+    assert set(f.metric) == {"x.loss", "x.norm"} and set(f.seed) == {5, 6}
