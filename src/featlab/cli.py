@@ -32,6 +32,18 @@ def _parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("reproduce", help="every experiment of a paper, then one table of all claims")
     rp.add_argument("paper", nargs="?", default="all", choices=[*PAPERS, "all"])
     _common(rp)
+
+    d = sub.add_parser("data", help="image datasets: 'featlab data check [--root DIR]' lists what is present and valid")
+    dsub = d.add_subparsers(dest="data_cmd", required=True)
+    dc = dsub.add_parser("check", help="verify every dataset file under the data root against its checksum")
+    dc.add_argument("--root", default="data", help="data root in torchvision's layout (default ./data)")
+
+    em = sub.add_parser("embed", help="CLIP ViT-B-32 embeddings of CIFAR-10 for fa-embeddings (needs open_clip)")
+    em.add_argument("--root", default="data", help="data root holding CIFAR-10 (default ./data)")
+    em.add_argument("--out", default="cifar10_clip_vitb32.npz", help="output .npz or .parquet")
+    em.add_argument("--pretrained", default="openai", help="open_clip pretrained tag or a local checkpoint file")
+    em.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    em.add_argument("--batch-size", type=int, default=256)
     return p
 
 
@@ -105,6 +117,14 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args)
         if args.cmd == "show":
             return cmd_show(args)
+        if args.cmd == "data":
+            from .data.images import cmd_data_check
+
+            return cmd_data_check(args)
+        if args.cmd == "embed":
+            from .experiments.images import cmd_embed
+
+            return cmd_embed(args)
         return cmd_reproduce(args)
     except FeatlabError as e:
         print(f"featlab: error: {e}", file=sys.stderr)

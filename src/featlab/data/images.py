@@ -71,7 +71,7 @@ SPECS: dict[str, IdxSpec | CifarSpec] = {
                                      "9fb629c4189551a2d022fa330f9573f3", "ec29112dd5afa0611ce80d1b7f02629c"])),
         raw_md5=dict(zip(_IDX_FILES, ["6bbc9ace898e44ae57da46a324031adb", "a25bea736e30d166cdddb491f175f624",
                                       "2646ac647ad5339dbf082846283269ea", "27ae3e4e09519cfbb04c329615203637"])),
-        url="https://ossci-datasets.s3.amazonaws.com/mnist/ (the four *-ubyte.gz files)",
+        url="https://ossci-datasets.s3.amazonaws.com/mnist/",
         classes=[str(i) for i in range(10)], mean=(0.1307,), std=(0.3081,)),
     "fashionmnist": IdxSpec(
         "fashionmnist", "FashionMNIST/raw",
@@ -79,7 +79,7 @@ SPECS: dict[str, IdxSpec | CifarSpec] = {
                                      "bef4ecab320f06d8554ea6380940ec79", "bb300cfdad3c16e7a12a480ee83cd310"])),
         raw_md5=dict(zip(_IDX_FILES, ["f4a8712d7a061bf5bd6d2ca38dc4d50a", "9018921c3c673c538a1fc5bad174d6f9",
                                       "8181f5470baa50b63fa0f6fddb340f0a", "15d484375f8d13e6eb1aabb0c3f46965"])),
-        url="http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/ (the four *-ubyte.gz files)",
+        url="http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
         classes=["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                  "Ankle boot"],
         mean=(0.5,), std=(0.5,)),  # Midpoint Mixup's code normalises FMNIST with (0.5, 0.5)
@@ -210,7 +210,7 @@ def _load_idx(spec: IdxSpec, root: Path) -> ImageData:
 
 
 def _to_float(x: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(x)).to(torch.float32).div_(255.0)
+    return torch.from_numpy(np.array(x, dtype=np.float32)).div_(255.0)
 
 
 # ------------------------------------------------------------------------------------------ CIFAR pickles

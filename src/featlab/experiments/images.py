@@ -98,6 +98,20 @@ def checkpoint_dir(ctx) -> Path:
     return ctx.dir.parent / ".checkpoints" / ctx.cfg.digest(ctx.experiment_id)
 
 
+class _threads:
+    """Set torch's CPU thread count for the duration of an experiment, then restore it."""
+
+    def __init__(self, n: int | None):
+        self.n, self.old = n, torch.get_num_threads()
+
+    def __enter__(self):
+        if self.n:
+            torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.old)
+
+
 def _mean_std(v: list[float]) -> tuple[float, float]:
     a = np.asarray(v, dtype=float)
     return float(a.mean()), float(a.std())  # population std (ddof = 0), as the papers' code
@@ -124,6 +138,8 @@ class ImageTrainFields(ExperimentConfig):
     eval_batch: int = Field(1000, ge=1, description="batch size of evaluation and attacks")
     checkpoint_dir: str | None = Field(None, description="where per-epoch checkpoints go (default: beside the runs)")
     keep_checkpoints: bool = Field(False, description="keep the final checkpoints (trained weights) after the run")
+    cpu_threads: int | None = Field(None, ge=1, description="torch CPU threads while this experiment runs (None: "
+                                    "leave as is; 1 is fastest for the small CNN on a shared CPU)")
     smoke: bool = Field(False, description="pipeline smoke test (the quick preset of a real-data experiment runs "
                         "on digits for a few epochs): figures and metrics, no claims")
 
@@ -164,6 +180,11 @@ def _mm_objective(cfg: MMSpuriousConfig, method: str, k: int):
 
 
 def run_mm_spurious(ctx) -> None:
+    with _threads(ctx.cfg.cpu_threads):
+        _run_mm_spurious(ctx)
+
+
+def _run_mm_spurious(ctx) -> None:
     cfg: MMSpuriousConfig = ctx.cfg
     data = _load(cfg, ctx.experiment_id)
     k = data.num_classes
@@ -262,16 +283,17 @@ MM_SUMMARY = "spurious-channel benchmark: Uniform and Midpoint Mixup end below E
 
 experiment("mm-spurious-digits", paper="midpoint-mixup", reference=MM_REF + " on 8×8 digits",
            summary=MM_SUMMARY + " (8×8 digits, small CNN, CPU)", config=MMSpuriousConfig,
-           presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 32, "seeds": 3, "epochs": 30,
-                              "batch_size": 100, "optimizer": "adam", "lr": 1e-3},
+           presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 16, "seeds": 3, "epochs": 30,
+                              "batch_size": 50, "optimizer": "adam", "lr": 3e-3, "cpu_threads": 1},
                     "paper": {"dataset": "digits", "model": "smallcnn", "width": 32, "seeds": 5, "epochs": 100,
-                              "batch_size": 100, "optimizer": "adam", "lr": 1e-3}})(run_mm_spurious)
+                              "batch_size": 50, "optimizer": "adam", "lr": 1e-3}})(run_mm_spurious)
 for _ds, _nm in (("fashionmnist", "fmnist"), ("cifar10", "cifar10"), ("cifar100", "cifar100")):
     experiment(f"mm-spurious-{_nm}", paper="midpoint-mixup", reference=MM_REF, summary=MM_SUMMARY + f" ({_ds})",
                config=MMSpuriousConfig,
                presets={"paper": {"dataset": _ds, **MM_PAPER},
                         "quick": {**MM_PAPER, "dataset": "digits", "smoke": True, "seeds": 1, "epochs": 3,
-                                  "model": "smallcnn", "width": 16, "batch_size": 100}})(run_mm_spurious)
+                                  "model": "smallcnn", "width": 16, "batch_size": 100,
+                                  "cpu_threads": 1}})(run_mm_spurious)
 
 
 # ------------------------------------------------------------------------------------------ fa-resnet-*
@@ -310,6 +332,11 @@ def _augment(x: torch.Tensor, g: torch.Generator, pad: int = 4) -> torch.Tensor:
 
 
 def run_fa_resnet(ctx) -> None:
+    with _threads(ctx.cfg.cpu_threads):
+        _run_fa_resnet(ctx)
+
+
+def _run_fa_resnet(ctx) -> None:
     cfg: FAResNetConfig = ctx.cfg
     data = _load(cfg, ctx.experiment_id)
     k = data.num_classes
@@ -424,6 +451,7 @@ def run_fa_resnet(ctx) -> None:
 
 
 FA_REF = "Fig 3 middle/right (§6.2)"
+DIGITS_RADII = [round(0.05 * i, 2) for i in range(21)]  # 8×8 digits have 64 pixels (MNIST 784): a finer grid
 FA_SUMMARY = "ResNet trained on 10-class labels is more ℓ2-robust (binary read-out) than on 2-class labels"
 FA_MNIST = {"dataset": "mnist", "model": "resnet18", "width": 64, "seeds": 1, "epochs": 100, "batch_size": 128,
             "optimizer": "sgd", "lr": 1e-3, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "none",
@@ -433,16 +461,262 @@ FA_CIFAR = {"dataset": "cifar10", "model": "resnet18", "width": 64, "seeds": 1, 
             "augment": True, "radii": [round(0.08 * i, 2) for i in range(11)]}
 experiment("fa-resnet-digits", paper="feature-averaging", reference=FA_REF + " on 8×8 digits",
            summary=FA_SUMMARY + " (8×8 digits, small CNN, CPU)", config=FAResNetConfig,
-           presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 32, "seeds": 3, "epochs": 30,
-                              "batch_size": 128, "optimizer": "sgd", "lr": 0.05, "momentum": 0.9,
-                              "weight_decay": 5e-4, "schedule": "cosine", "radii": [round(0.1 * i, 2) for i in range(21)]},
+           presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 16, "seeds": 3, "epochs": 30,
+                              "batch_size": 128, "optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "cpu_threads": 1,
+                              "weight_decay": 5e-4, "schedule": "cosine", "radii": DIGITS_RADII},
                     "paper": {"dataset": "digits", "model": "smallcnn", "width": 32, "seeds": 5, "epochs": 100,
                               "batch_size": 128, "optimizer": "sgd", "lr": 0.05, "momentum": 0.9,
-                              "weight_decay": 5e-4, "schedule": "cosine", "radii": [round(0.1 * i, 2) for i in range(21)]}}
+                              "weight_decay": 5e-4, "schedule": "cosine", "radii": DIGITS_RADII}}
            )(run_fa_resnet)
 for _name, _p in (("fa-resnet-mnist", FA_MNIST), ("fa-resnet-cifar10", FA_CIFAR)):
     experiment(_name, paper="feature-averaging", reference=FA_REF, summary=FA_SUMMARY + f" ({_p['dataset']})",
                config=FAResNetConfig,
                presets={"paper": dict(_p), "quick": {**_p, "dataset": "digits", "smoke": True, "model": "smallcnn",
-                                                     "width": 16, "epochs": 3, "lr": 0.05, "augment": False,
+                                                     "width": 16, "epochs": 3, "lr": 0.05, "augment": False, "cpu_threads": 1,
                                                      "n_attack": 200, "pgd_steps": 5}})(run_fa_resnet)
+
+
+# ------------------------------------------------------------------------------------------ fa-embeddings
+class FAEmbeddingsConfig(ExperimentConfig):
+    embeddings: str = Field("digits", description="'digits' (the 64 pixels of 8×8 digits; no download) or a .npz/"
+                            ".npy/.parquet file of image embeddings with labels (see 'featlab embed')")
+    labels_file: str | None = Field(None, description="labels (.npy) when 'embeddings' is a bare .npy array")
+    positive: list[int] = Field([0, 1, 2, 3, 4], description="classes merged into the + label (J+)")
+    width: int = Field(30, ge=2, description="hidden width of both heads (2-class: width/2 per sign)")
+    h: int = Field(3, ge=1, description="neurons per class of the 10-class head; also the 2-class head's grouping")
+    center: bool = Field(True, description="subtract the training mean embedding [paper silent]")
+    optimizer: Literal["adam", "gd"] = Field("adam", description="full-batch optimiser of the heads [paper silent]")
+    lr: float = Field(1e-2, gt=0, description="learning rate")
+    steps: int = Field(300, ge=1, description="full-batch steps")
+    sigma_w: float = Field(1e-3, ge=0, description="init std of the first-layer weights")
+    test_fraction: float = Field(0.2, gt=0, lt=1, description="held-out fraction when the file has no split")
+    per_class: int = Field(100, ge=1, description="training images per class in the Fig 10 correlation map")
+
+    @model_validator(mode="after")
+    def _ok(self):
+        check(self.width % 2 == 0 and (self.width // 2) % self.h == 0, "width",
+              f"must be even with width/2 a multiple of h={self.h} (groups of h neurons per class)", "e.g. width=30 h=3")
+        check(len(set(self.positive)) == len(self.positive) > 0, "positive", "must list distinct classes")
+        return self
+
+
+def load_embeddings(path: str, labels_file: str | None = None):
+    """(z (N, D) float32, labels (N,) int64, split (N,) bool is_test or None) from .npz / .npy / .parquet."""
+    p = Path(path).expanduser()
+    hint = "compute it with 'featlab embed --root DATA --out FILE' or pass embeddings=digits"
+    if not p.is_file():
+        raise DataError(f"embeddings file {str(p)!r} does not exist; {hint}")
+    split = None
+    try:
+        if p.suffix == ".npz":
+            with np.load(p, allow_pickle=False) as f:
+                zk = next((k for k in ("embeddings", "x", "z") if k in f), None)
+                yk = next((k for k in ("labels", "y") if k in f), None)
+                if zk is None or yk is None:
+                    raise DataError(f"{str(p)!r} must hold arrays 'embeddings' and 'labels' (has {list(f)})")
+                z, y = f[zk], f[yk]
+                split = f["is_test"].astype(bool) if "is_test" in f else None
+        elif p.suffix == ".npy":
+            z = np.load(p, allow_pickle=False)
+            if labels_file is None or not Path(labels_file).is_file():
+                raise DataError(f"{str(p)!r} is a bare array: pass labels_file=<labels .npy> (missing: {labels_file!r})")
+            y = np.load(labels_file, allow_pickle=False)
+        elif p.suffix == ".parquet":
+            import pandas as pd
+
+            df = pd.read_parquet(p)
+            if "label" not in df:
+                raise DataError(f"{str(p)!r} needs a 'label' column (has {list(df.columns)[:5]}...)")
+            y = df["label"].to_numpy()
+            if "split" in df:
+                split = (df["split"].astype(str) == "test").to_numpy()
+            if "embedding" in df:
+                z = np.stack(df["embedding"].to_numpy())
+            else:
+                cols = [c for c in df.columns if c not in ("label", "split")]
+                z = df[cols].to_numpy()
+        else:
+            raise DataError(f"embeddings file {str(p)!r} must end in .npz, .npy or .parquet")
+    except (ValueError, OSError) as e:
+        raise DataError(f"embeddings file {str(p)!r} could not be read ({e}); {hint}") from None
+    z, y = np.asarray(z, dtype=np.float32), np.asarray(y).astype(np.int64)
+    if z.ndim != 2 or y.ndim != 1 or len(z) != len(y):
+        raise DataError(f"{str(p)!r}: embeddings must be (N, D) and labels (N,); got {z.shape} and {y.shape}")
+    return torch.from_numpy(z), torch.from_numpy(y), None if split is None else torch.from_numpy(split)
+
+
+def _embedding_data(cfg: FAEmbeddingsConfig):
+    if cfg.embeddings == "digits":
+        d = load_images("digits")
+        return (d.x_train.flatten(1), d.y_train, d.x_test.flatten(1), d.y_test, "8×8 digits (64 pixels)")
+    z, y, is_test = load_embeddings(cfg.embeddings, cfg.labels_file)
+    if is_test is None:  # a fixed stratified split
+        g = torch.Generator().manual_seed(0)
+        is_test = torch.zeros(len(y), dtype=torch.bool)
+        for c in y.unique():
+            idx = (y == c).nonzero().flatten()
+            idx = idx[torch.randperm(len(idx), generator=g)]
+            is_test[idx[: round(len(idx) * cfg.test_fraction)]] = True
+    return z[~is_test], y[~is_test], z[is_test], y[is_test], Path(cfg.embeddings).name
+
+
+@experiment("fa-embeddings", paper="feature-averaging", reference="Fig 2c/2d, Fig 10 (§6.1)",
+            summary="two-layer heads on image embeddings: 2-class labels average class features, 10-class labels "
+                    "decouple them",
+            config=FAEmbeddingsConfig,
+            presets={"quick": {"seeds": 4}, "paper": {"seeds": 5, "embeddings": "cifar10_clip_vitb32.npz"}})
+def fa_embeddings(ctx) -> None:
+    cfg: FAEmbeddingsConfig = ctx.cfg
+    ztr, ytr, zte, yte, src = _embedding_data(cfg)
+    k = int(max(ytr.max(), yte.max())) + 1
+    if k * cfg.h != cfg.width:
+        raise DataError(f"fa-embeddings: {src} has {k} classes, so width must be k·h = {k * cfg.h} (got width="
+                        f"{cfg.width}, h={cfg.h}); set width={k * cfg.h}")
+    if max(cfg.positive) >= k or len(cfg.positive) * 2 != k:
+        raise DataError(f"fa-embeddings: 'positive' must list half of the {k} classes (the 2-class head has width/2 "
+                        f"neurons per sign, h per class); got {cfg.positive}")
+    D = ztr.shape[1]
+    mean = ztr.mean(0) if cfg.center else torch.zeros(D)
+    scale = ((ztr - mean).norm(dim=1).mean() / math.sqrt(D))
+    prep = lambda z: ((z - mean) / scale).double()  # noqa: E731  (‖z‖ ≈ √D on average)
+    xtr, xte = prep(ztr), prep(zte)
+    pos = torch.zeros(k, dtype=torch.bool)
+    pos[cfg.positive] = True
+    # class order for the figure and the head: J+ classes first, then J− (rows μ_1..μ_k in this order)
+    order = torch.cat([pos.nonzero().flatten(), (~pos).nonzero().flatten()])
+    rank = torch.empty(k, dtype=torch.long)
+    rank[order] = torch.arange(k)
+    ctr, cte = rank[ytr], rank[yte]  # relabelled so that classes 0..k/2−1 are J+
+    pos_r = torch.arange(k) < k // 2
+    ypm_tr, ypm_te = pos_r[ctr].double() * 2 - 1, pos_r[cte].double() * 2 - 1
+    seeds, E, half = ctx.seeds, len(ctx.seeds), cfg.width // 2
+    mu = torch.stack([xtr[ctr == c].mean(0) for c in range(k)])  # μ_j: class means of the training embeddings
+    mu_e = mu.expand(E, k, D)
+
+    bnet = EnsembleTwoLayer.init(seeds, D, signed_readout(half, half, 1 / half), sigma_w=cfg.sigma_w, sigma_b=None,
+                                 dtype=torch.float64, role="init/emb-binary")
+    knet = EnsembleTwoLayer.init(seeds, D, block_readout(k, cfg.h, 1 / cfg.h), sigma_w=cfg.sigma_w, sigma_b=None,
+                                 dtype=torch.float64, role="init/emb-multiclass")
+    opt = "adam" if cfg.optimizer == "adam" else "gd"
+    bres = train([bnet.W], lambda s: logistic(bnet(xtr), ypm_tr), cfg.steps, seeds=seeds, optimizer=opt, lr=cfg.lr,
+                 probe=lambda s: {"train_acc": (torch.where(bnet(xtr) > 0, 1.0, -1.0) == ypm_tr).double().mean(-1)},
+                 probe_every=max(1, cfg.steps // 20), prefix="binary.", desc="2-class head")
+    cidx = ctr.expand(E, -1)
+    kres = train([knet.W], lambda s: cross_entropy(knet(xtr), cidx), cfg.steps, seeds=seeds, optimizer=opt,
+                 lr=cfg.lr, probe=lambda s: {"train_acc_kclass": (knet(xtr).argmax(-1) == ctr).double().mean(-1)},
+                 probe_every=max(1, cfg.steps // 20), prefix="multiclass.", desc="10-class head")
+    ctx.log(bres.frame())
+    ctx.log(kres.frame())
+    for r in (bres, kres):
+        if r.status != "complete":
+            ctx.fail(r.message)
+            return
+    with torch.no_grad():
+        ctx.metric("binary.test_acc", (torch.where(bnet(xte) > 0, 1.0, -1.0) == ypm_te).double().mean(-1))
+        lk = knet(xte)
+        ctx.metric("multiclass.test_acc_kclass", (lk.argmax(-1) == cte).double().mean(-1))
+        ctx.metric("multiclass.test_acc", ((logit_margin_readout(lk, pos_r) > 0) == pos_r[cte]).double().mean(-1))
+        # equivalent weights: groups of h consecutive neurons (2-class: k/2 positive then k/2 negative groups)
+        bcos = al.cosine_matrix(mu_e, al.equivalent_weights(bnet.W, k))  # (E, k, k)
+        kcos = al.cosine_matrix(mu_e, al.equivalent_weights(knet.W, k))
+    eye = torch.eye(k, dtype=torch.bool)
+    block = pos_r[:, None] == pos_r[None, :]
+    stats = {}
+    for name, cos in (("binary", bcos), ("multiclass", kcos)):
+        diag = cos[:, eye].mean(-1)
+        in_off = cos[:, block & ~eye].mean(-1)
+        off_block = cos[:, ~block].mean(-1)
+        stats[name] = {"cos_diag_mean": diag, "cos_in_block_offdiag_mean": in_off, "cos_off_block_mean": off_block,
+                       "diag_excess": diag - in_off, "block_excess": cos[:, block].mean(-1) - off_block}
+        for key, v in stats[name].items():
+            ctx.metric(f"{name}.{key}", v)
+    names = [f"\\mu_{{{int(order[i]) + 1}}}" for i in range(k)]
+    del names
+    ctx.figure(plots.heatmap_panels([
+        (bcos.mean(0).numpy(), f"(c) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
+        (kcos.mean(0).numpy(), f"(d) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
+        f"Feature averaging vs decoupling on {src} (width {cfg.width}, h={cfg.h}; rows/columns: J+ classes "
+        f"{[int(c) for c in order[: k // 2]]} first)"), "fig2cd_embedding_cosine")
+
+    # ---- Fig 10: cos(z_i, z_j) of `per_class` training embeddings per class, ordered by class
+    sel = torch.cat([(ytr == c).nonzero().flatten()[: cfg.per_class] for c in range(k)])
+    zs = xtr[sel]
+    zs = zs / zs.norm(dim=1, keepdim=True)
+    corr = (zs @ zs.T).numpy()
+    lab = ytr[sel]
+    same = (lab[:, None] == lab[None, :]) & ~torch.eye(len(sel), dtype=torch.bool)
+    within = float(torch.from_numpy(corr)[same].mean())
+    between = float(torch.from_numpy(corr)[lab[:, None] != lab[None, :]].mean())
+    ctx.metric("embeddings.cos_within_class", within)
+    ctx.metric("embeddings.cos_between_class", between)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.2, 5.4))
+    im = ax.imshow(corr, cmap="viridis", interpolation="nearest")
+    ticks = [int((lab == c).sum()) for c in range(k)]
+    edges = np.cumsum([0] + ticks)
+    ax.set_xticks((edges[:-1] + edges[1:]) / 2, [str(c) for c in range(k)], fontsize=7)
+    ax.set_yticks((edges[:-1] + edges[1:]) / 2, [str(c) for c in range(k)], fontsize=7)
+    ax.set_xlabel("class")
+    ax.set_ylabel("class")
+    plt.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    ax.set_title(f"Fig 10: cos($z_i, z_j$), {len(sel)} training embeddings ({src}, "
+                 f"{'centred' if cfg.center else 'raw'}), ordered by class", fontsize=9)
+    fig.tight_layout()
+    ctx.figure(fig, "fig10_embedding_correlation")
+
+    # ---- claims (thresholds: docs/image-benchmarks.md)
+    kd = ctx.metrics["multiclass.diag_excess"]
+    bd = ctx.metrics["binary.diag_excess"]
+    bb = ctx.metrics["binary.block_excess"]
+    ctx.claim("fa.emb_kclass_decouples", f"{k}-class head: cos(μ_j, w_j) exceeds cos(μ_i, w_j), i ≠ j same block",
+              "Fig 2d", round(kd, 3), ">= 0.1 (Fig 2d: diagonal 0.25–0.66, off-diagonal ≈ 0)", kd >= 0.1)
+    ctx.claim("fa.emb_binary_blocks", "2-class head: its weights align with its own label's class features",
+              "Fig 2c", round(bb, 3), ">= 0.05 (Fig 2c: in-block up to 0.29, cross-block −0.08…0.02)", bb >= 0.05)
+    ctx.claim("fa.emb_binary_averages", "2-class head singles out each class less than the 10-class head",
+              "Fig 2c vs 2d", round(bd, 3), f"< half the 10-class head's {kd:.3f}", bd < 0.5 * kd)
+    ctx.claim("fa.emb_within_gt_between", "embeddings: within-class cosine > between-class cosine", "Fig 10",
+              round(within - between, 3), "> 0", within > between)
+
+
+def cmd_embed(args) -> int:
+    """featlab embed: CLIP ViT-B-32 image embeddings of CIFAR-10 (train and test) → .npz or .parquet."""
+    try:
+        import open_clip
+    except ImportError:
+        raise DataError("featlab embed needs open_clip: pip install open_clip_torch (and the ViT-B-32 weights, "
+                        "downloaded by open_clip or given with --pretrained FILE)") from None
+    from PIL import Image
+
+    from ..utils import resolve_device
+
+    data = load_images("cifar10", args.root)
+    dev = resolve_device(args.device)
+    try:
+        model, _, preprocess = open_clip.create_model_and_transforms("ViT-B-32", pretrained=args.pretrained)
+    except Exception as e:  # noqa: BLE001
+        raise DataError(f"could not load CLIP ViT-B-32 weights {args.pretrained!r} ({type(e).__name__}: {e}); pass "
+                        f"--pretrained with a local checkpoint file") from None
+    model = model.to(dev).eval()
+    out, labels, is_test = [], [], []
+    for x, y, t in ((data.x_train, data.y_train, False), (data.x_test, data.y_test, True)):
+        bar = progress_bar(len(x), f"CLIP {'test' if t else 'train'}")
+        for i in range(0, len(x), args.batch_size):
+            imgs = [(xi.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8) for xi in x[i: i + args.batch_size]]
+            batch = torch.stack([preprocess(Image.fromarray(a)) for a in imgs]).to(dev)
+            with torch.no_grad():
+                out.append(model.encode_image(batch).float().cpu())
+            bar.update(len(imgs))
+        bar.close()
+        labels.append(y)
+        is_test.append(torch.full((len(y),), t))
+    z, y, t = torch.cat(out).numpy(), torch.cat(labels).numpy(), torch.cat(is_test).numpy()
+    dest = Path(args.out)
+    if dest.suffix == ".parquet":
+        import pandas as pd
+
+        pd.DataFrame({"label": y, "split": np.where(t, "test", "train"), "embedding": list(z)}).to_parquet(dest)
+    else:
+        np.savez(dest, embeddings=z, labels=y, is_test=t)
+    print(f"wrote {len(z)} CLIP ViT-B-32 embeddings ({z.shape[1]}-d) to {dest}")
+    return 0

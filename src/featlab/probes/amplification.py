@@ -198,7 +198,11 @@ def check_assumptions(d: int, n: int, m: int, sigma: float, eta: float, omega: f
     lo = max(v[0] for v in caps.values())
     hi = min(v[1] for v in caps.values())
     c_max = hi if hi >= lo and hi > 1 else None
-    lines = [f"({k}) {txt}: holds for C ∈ [{caps[k][0]:.3g}, {caps[k][1]:.3g}] → "
-             f"{'holds' if holds[k] else 'FAILS'} at C = {C:g}" for k, txt in ((k, v[2]) for k, v in caps.items())]
+    def rng(k):
+        lo_k, hi_k = caps[k][0], caps[k][1]
+        return f"C ∈ [{lo_k:.3g}, {hi_k:.3g}]" if hi_k >= lo_k else "no C ≥ 1"
+
+    lines = [f"({k}) {v[2]}: holds for {rng(k)} → {'holds' if holds[k] else 'FAILS'} at C = {C:g}"
+             for k, v in caps.items()]
     label = "theory-checked" if all(holds.values()) else "experimental"
     return {"holds": holds, "caps": caps, "C_max": c_max, "label": label, "lines": lines}

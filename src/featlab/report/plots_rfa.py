@@ -94,7 +94,7 @@ def amplification_figure(f, T, alpha, hist, sweep, title="") -> plt.Figure:
 
     def mark_T(ax):
         ax.axvline(T, color=GRAY, ls=":", lw=1)
-        ax.text(T, ax.get_ylim()[1], " T", va="top", fontsize=8, color=GRAY)
+        ax.text(T, 0.97, " T", va="top", fontsize=8, color=GRAY, transform=ax.get_xaxis_transform())
 
     # (a) histograms of ρ
     ax = axes[0, 0]
@@ -111,7 +111,10 @@ def amplification_figure(f, T, alpha, hist, sweep, title="") -> plt.Figure:
     band(ax, "rho_median", BLUE, "median over J")
     band(ax, "rho_min", RED, "min over J", "--")
     ax.axhline(math.exp(-2) / 256, color="black", ls="--", lw=1, label="e^-2/256 (eq. 40)")
-    ax.set_yscale("symlog", linthresh=1e-3)
+    if f["rho_min"].min() > 0:
+        ax.set_yscale("log")
+    else:
+        ax.set_yscale("symlog", linthresh=1e-3)
     ax.legend(fontsize=7)
     mark_T(ax)
     _style(ax, "(b) own-mean correlation ρ_{j,µ}(t)", "GD step t", "ρ")
@@ -145,7 +148,8 @@ def amplification_figure(f, T, alpha, hist, sweep, title="") -> plt.Figure:
 
     ax = axes[1, 1]
     band(ax, "frob", BLUE, "‖W^(t)‖_F")
-    ax.plot(t, 2 * alpha * np.maximum(t, 1), "--", color="black", lw=1, label="2αt (Lemma 14)")
+    t1 = t[t >= 1]
+    ax.plot(t1, 2 * alpha * t1, "--", color="black", lw=1, label="2αt (Lemma 14, t ≥ 1)")
     ax.legend(fontsize=7)
     mark_T(ax)
     _style(ax, "(f) norm growth", "GD step t", "‖W‖_F")
@@ -220,17 +224,17 @@ def fig2_figure(curves, T, eta, title="") -> plt.Figure:
             ax.fill_between(x, 100 * g[col].min().values, 100 * g[col].max().values, color=c, alpha=0.15, lw=0)
         ax.axhline(100 * (1 - eta), color="black", ls=":", lw=1, label=f"optimal {100 * (1 - eta):.0f}%")
         ax.axvline(T, color=GREEN, ls=":", lw=1)
-        ax.text(T, 52, " T", color=GREEN, fontsize=8)
+        ax.text(T, 0.97, " T", color=GREEN, fontsize=8, va="top", transform=ax.get_xaxis_transform())
         tr = g["train_acc"].mean()
         hit = tr.index[tr.values >= 1.0]
         if len(hit):
             ax.axvline(hit[0], color=ORANGE, ls="--", lw=1)
-            ax.text(hit[0], 52, " interpolation", color=ORANGE, fontsize=8)
+            ax.text(hit[0], 0.03, "interpolation ", color=ORANGE, fontsize=8, ha="right", transform=ax.get_xaxis_transform())
         ax.set_xscale("log")
         ax.set_ylim(50, 101)
         regime = "low-dimensional (n ≫ d)" if name == "low" else "high-dimensional (d ≫ n)"
         _style(ax, f"{regime}: n={n}, d={d}", "GD iteration", "accuracy (%)")
-        ax.legend(fontsize=7, loc="lower left")
+        ax.legend(fontsize=7, loc="lower center")
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()

@@ -1,0 +1,88 @@
+"""ℓ2 PGD on images: featlab's attack vs an independent, straightforward reference PGD (Madry et al.)."""
+
+import pytest
+import torch
+
+from featlab.data.images import load_images
+from featlab.errors import ConfigError
+from featlab.nn.resnet import Normalize
+from featlab.nn.smallcnn import SmallCNN
+from featlab.probes.image_robustness import robust_accuracy_images
+from featlab.train.image_loop import FitSpec, fit
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def reference_pgd_l2(score, x, y, eps, steps, alpha, seed):
+    """Textbook ℓ2 PGD, written independently: random start uniform in the ball, normalised gradient step on the
+    margin loss −y·score, projection onto the ball, clipping to [0, 1]; success judged at the last iterate."""
+    g = torch.Generator().manual_seed(seed)
+    n = x.shape[0]
+    d = x[0].numel()
+    delta = torch.randn(x.shape, generator=g)
+    delta = delta / delta.view(n, -1).norm(dim=1).view(n, 1, 1, 1)
+    delta = delta * (torch.rand(n, generator=g) ** (1.0 / d) * eps).view(n, 1, 1, 1)
+    for _ in range(steps):
+        delta.requires_grad_(True)
+        loss = -(y * score((x + delta).clamp(0, 1))).sum()
+        (grad,) = torch.autograd.grad(loss, delta)
+        with torch.no_grad():
+            gn = grad.view(n, -1).norm(dim=1).clamp_min(1e-12).view(n, 1, 1, 1)
+            delta = delta + alpha * grad / gn
+            dn = delta.view(n, -1).norm(dim=1).view(n, 1, 1, 1)
+            delta = delta * torch.clamp(eps / dn.clamp_min(1e-12), max=1.0)
+    with torch.no_grad():
+        return (torch.where(score((x + delta).clamp(0, 1)) > 0, 1.0, -1.0) == y).double().mean().item()
+
+
+@pytest.fixture(scope="module")
+def binary_digits_model():
+    torch.set_num_threads(1)
+    d = load_images("digits")
+    yb = (d.y_train >= 5).long()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(Normalize(d.mean, d.std), SmallCNN(1, 2, 8))
+    fit(model, lambda idx, g: (d.x_train[idx], yb[idx]), len(yb), FitSpec(epochs=8, batch_size=64, lr=3e-3),
+        device="cpu")
+    model.eval()
+    x, y = d.x_test[:300], (d.y_test[:300] >= 5).double() * 2 - 1
+    return model, x, y
+
+
+def test_pgd_matches_reference(binary_digits_model):
+    model, x, y = binary_digits_model
+    score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z)).double()  # noqa: E731
+    radii, steps = [0.0, 0.4, 0.8, 1.2], 30
+    ours = robust_accuracy_images(score, x, y, radii, steps=steps, step_size_factor=2.5,
+                                  generator=torch.Generator().manual_seed(1))
+    ref = [reference_pgd_l2(score, x, y, r, steps, 2.5 * r / steps, seed=2) if r > 0 else
+           (torch.where(score(x) > 0, 1.0, -1.0) == y).double().mean().item() for r in radii]
+    assert ours[0] == pytest.approx(ref[0]) and ours[0] > 0.9
+    assert 0.05 < ref[2] < 0.95  # the comparison is informative (not all 0 or all 1)
+    for a, b in zip(ours.tolist(), ref):
+        assert abs(a - b) <= 0.02, (ours.tolist(), ref)
+    assert all(ours[i] >= ours[i + 1] for i in range(len(radii) - 1))  # monotone in the radius
+
+
+def test_pgd_stays_in_ball_and_box(binary_digits_model):
+    from featlab.probes.robustness import pgd_l2
+
+    model, x, y = binary_digits_model
+    score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z))  # noqa: E731
+    xa, fooled = pgd_l2(score, x[:50], y[:50].float(), 0.7, steps=10, event_dims=3, clip=(0, 1),
+                        generator=torch.Generator().manual_seed(0))
+    dist = (xa - x[:50]).flatten(1).norm(dim=1)
+    assert (dist <= 0.7 + 1e-5).all() and xa.min() >= 0 and xa.max() <= 1
+    with torch.no_grad():
+        assert (torch.where(score(xa[fooled]) > 0, 1.0, -1.0) != y[:50][fooled].float()).all()
+
+
+def test_negative_radius_refused():
+    with pytest.raises(ConfigError, match=r"'radii' field must be a non-empty list of radii >= 0; got -0.1"):
+        robust_accuracy_images(lambda z: z.sum((1, 2, 3)), torch.rand(2, 1, 2, 2), torch.ones(2), [0, -0.1])

@@ -1,0 +1,220 @@
+"""Midpoint Mixup pieces: ReLU~, the multi-view data, the exact all-pairs objectives, the reduced simulation."""
+
+import math
+
+import pytest
+import torch
+
+from featlab.data.multiview import (LinearMultiView, MultiViewDistribution, compress_patches, embed,
+                                    orthonormal_features)
+from featlab.nn.activations import SmoothedReLU, smoothed_relu, smoothed_relu_grad
+from featlab.nn.twolayer import EnsembleTwoLayer, block_readout
+from featlab.train import midpoint as mm
+from featlab.train.mixup import mixup_cross_entropy
+
+D = torch.float64
+
+
+# ------------------------------------------------------------------------------------------ ReLU~ (Def 4.2)
+@pytest.mark.parametrize("alpha", [2.0, 4.0, 8.0])
+def test_smoothed_relu_pieces_and_c1_at_rho(alpha):
+    rho = 0.1
+    z = torch.tensor([-1.0, -1e-3, 0.0, 0.05, rho, 0.3], dtype=D, requires_grad=True)
+    out = smoothed_relu(z, alpha, rho)
+    expect = torch.tensor([0, 0, 0, 0.05**alpha / (alpha * rho ** (alpha - 1)), rho / alpha,
+                           0.3 - (1 - 1 / alpha) * rho], dtype=D)
+    assert torch.allclose(out, expect, atol=1e-15)
+    out.sum().backward()
+    assert torch.equal(z.grad[:3], torch.zeros(3, dtype=D))  # zero below 0 (the public code is not)
+    assert torch.allclose(z.grad, smoothed_relu_grad(z.detach(), alpha, rho))
+    # C¹ at ρ: one-sided values and slopes agree
+    eps = 1e-7
+    lo, hi = torch.tensor([rho - eps], dtype=D), torch.tensor([rho + eps], dtype=D)
+    assert abs(float(smoothed_relu(hi, alpha, rho) - smoothed_relu(lo, alpha, rho))) < 3 * eps
+    assert abs(float(smoothed_relu_grad(lo, alpha, rho)) - 1) < alpha * eps / rho
+
+
+def test_smoothed_relu_rejects_bad_params():
+    with pytest.raises(ValueError):
+        SmoothedReLU(alpha=0.5)
+    with pytest.raises(ValueError):
+        SmoothedReLU(rho=0.0)
+
+
+# ------------------------------------------------------------------------------------------ Def 4.1 / 4.5
+def small_dist(**kw):
+    base = dict(k=4, P=6, C_P=2, delta1=0.5, delta2=2.0, delta3=0.01, delta4=0.03, Q=2)
+    return MultiViewDistribution(**{**base, **kw})
+
+
+@pytest.mark.parametrize("positions,gamma_law", [("fixed", "per-point"), ("random", "per-patch")])
+def test_def41_structure(positions, gamma_law):
+    dist = small_dist(positions=positions, gamma_law=gamma_law, bijection="random")
+    b = dist.sample(50, [0, 1])
+    x, y = b.x, b.y
+    k = dist.k
+    cls = x.reshape(*x.shape[:-1], k, 2)  # (E, n, P, k, 2)
+    own = cls.gather(3, y[..., None, None, None].expand(-1, -1, dist.P, 1, 2)).squeeze(3)  # (E, n, P, 2)
+    s1, s2 = own[..., 0] > 0, own[..., 1] > 0
+    assert (s1.sum(-1) == dist.C_P).all() and (s2.sum(-1) == dist.C_P).all()
+    assert not (s1 & s2).any()
+    # paired patches sum to δ2 in total: Σ β + Σ (δ2 − β) = C_P δ2; β ∈ [δ1, δ2 − δ1]
+    assert torch.allclose(own.sum((-1, -2)), torch.full_like(own.sum((-1, -2)), dist.C_P * dist.delta2))
+    betas = own[..., 0][s1]
+    assert betas.min() >= dist.delta1 and betas.max() <= dist.delta2 - dist.delta1
+    # noise patches: Q classes other than y, coefficients in [δ3, δ4]
+    noise = x[~(s1 | s2)]
+    nz = noise[noise != 0]
+    assert nz.min() >= dist.delta3 - 1e-12 and nz.max() <= dist.delta4 + 1e-12
+    assert ((noise != 0).sum(-1) == 2 * dist.Q).all()
+    assert (b.noise_classes != y[..., None]).all()
+
+
+def test_def45_removes_exactly_the_other_features_patches():
+    dist = small_dist(positions="random")
+    b = dist.sample(40, [3])
+    for ell in (1, 2):
+        xs = dist.single_view(b.x, b.y, ell)
+        other = 2 * b.y + (2 - ell)  # coordinate of v_{y,3−ℓ}
+        holds = b.x.gather(-1, other[..., None, None].expand(-1, -1, dist.P, 1)).squeeze(-1) != 0
+        assert (holds.sum(-1) == dist.C_P).all()
+        assert (xs[holds] == 0).all()  # those patches are the zero vector
+        assert torch.equal(xs[~holds], b.x[~holds])  # every other patch untouched
+        keep = 2 * b.y + (ell - 1)
+        assert (xs.gather(-1, other[..., None, None].expand(-1, -1, dist.P, 1)) == 0).all()
+        assert (xs.gather(-1, keep[..., None, None].expand(-1, -1, dist.P, 1)).sum((-1, -2)) > 0).all()
+
+
+def test_orthonormal_features_and_linear_data():
+    V = orthonormal_features([0, 1], 5, 40)
+    eye = V @ V.transpose(1, 2)
+    assert torch.allclose(eye, torch.eye(10, dtype=D).expand(2, -1, -1), atol=1e-12)
+    b = LinearMultiView(5).sample(200, [0])
+    assert torch.allclose(b.x.sum(-1), torch.ones(1, 200, dtype=D))  # β + (1 − β) = 1 (Eq. 3.2)
+    assert b.beta.min() >= 0.1 and b.beta.max() <= 0.9
+
+
+# ------------------------------------------------------------------------------------------ objectives
+def cnn(seeds, dim, k=4, m=2, alpha=3.0, rho=0.5, sigma=0.7):
+    return EnsembleTwoLayer.init(seeds, dim, block_readout(k, m, 1.0), sigma_w=sigma, dtype=D,
+                                 activation=SmoothedReLU(alpha, rho))
+
+
+def test_all_pairs_midpoint_equals_naive_and_chunks():
+    dist = small_dist()
+    b = dist.sample(9, [0, 1])
+    net = cnn([0, 1], 8)
+    xc, mult = compress_patches(b.x)
+    assert xc.shape[-2] < b.x.shape[-2]  # the noise patches merged
+    naive = mm.naive_midpoint_loss(net, b.x, b.y)
+    naive.sum().backward()
+    g_naive = net.W.grad.clone()
+    for chunk in (1 << 14, 7):
+        net.W.grad = None
+        fast = mm.midpoint_all_pairs_loss(net, xc, b.y, mult, chunk=chunk)
+        fast.sum().backward()
+        assert torch.allclose(fast, naive, rtol=1e-12, atol=1e-13)
+        assert torch.allclose(net.W.grad, g_naive, rtol=1e-10, atol=1e-14)
+
+
+def test_mixup_triangle_equals_all_ordered_pairs_for_symmetric_nodes():
+    dist = small_dist()
+    b = dist.sample(7, [0])
+    net = cnn([0], 8)
+    lam = torch.tensor([0.2, 0.5, 0.8], dtype=D)  # a symmetric node set
+    tri = mm.mixup_all_pairs_loss(net, b.x, b.y, lam, symmetric=True)
+    full = mm.mixup_all_pairs_loss(net, b.x, b.y, lam, symmetric=False, chunk=5)
+    assert torch.allclose(tri, full, rtol=1e-12)
+    # λ = ½ is Midpoint Mixup; Eq. 2.2 at a point mass ½ equals Eq. 3.1
+    half = mm.mixup_all_pairs_loss(net, b.x, b.y, torch.tensor([0.5], dtype=D))
+    assert torch.allclose(half, mm.midpoint_all_pairs_loss(net, b.x, b.y), rtol=1e-12)
+    # asymmetric node sets must not be folded: they differ
+    lop = torch.tensor([0.2], dtype=D)
+    assert not torch.allclose(mm.mixup_all_pairs_loss(net, b.x, b.y, lop, symmetric=True),
+                              mm.mixup_all_pairs_loss(net, b.x, b.y, lop, symmetric=False))
+
+
+def test_sampled_pairs_match_the_batch_transform_loss():
+    dist = small_dist()
+    b = dist.sample(8, [0])
+    net = cnn([0], 8)
+    g = torch.Generator().manual_seed(0)
+    partner = torch.randint(8, (1, 8), generator=g)
+    lam = torch.rand(1, 8, generator=g, dtype=D)
+    ours = mm.mixup_sampled_loss(net, b.x, b.y, partner, lam)
+    xm = lam[0, :, None, None] * b.x[0] + (1 - lam[0, :, None, None]) * b.x[0, partner[0]]
+    ref = mixup_cross_entropy(net(xm[None], shared=False)[0], b.y[0], b.y[0, partner[0]], lam[0])
+    assert torch.allclose(ours[0], ref, rtol=1e-12)
+
+
+class _Oracle:
+    """Logits log z on one-hot inputs: softmax(g(z_ij(λ))) = λ e_{y_i} + (1 − λ) e_{y_j}, the pointwise optimum."""
+
+    def __init__(self, k, E):
+        self.W = torch.eye(k, dtype=D).expand(E, k, k).contiguous()
+        self.A = torch.eye(k, dtype=D)
+
+    def preactivation(self, x, shared=False):
+        return x @ self.W.transpose(1, 2)
+
+    @staticmethod
+    def activation(z):
+        return z.clamp(min=1e-300).log()
+
+
+@pytest.mark.parametrize("a", [0.5, 1.0, 2.0, 8.0])
+def test_mixup_infimum_closed_form(a):
+    from featlab.experiments.midpoint_mixup import beta_nodes
+
+    k = 5
+    y = torch.randint(k, (2, 30), generator=torch.Generator().manual_seed(1))
+    x = torch.nn.functional.one_hot(y, k).to(D)
+    lam, w = beta_nodes(a, 64)
+    J = mm.mixup_all_pairs_loss(_Oracle(k, 2), x, y, lam, w)
+    closed = mm.mixup_infimum(y, a)  # share of cross pairs × (ψ(2a+1) − ψ(a+1))
+    assert torch.allclose(J, closed, rtol=1e-4), (J, closed)
+    assert abs(mm.beta_entropy(1.0) - 0.5) < 1e-12  # uniform: −2E[λ log λ] = 1/2
+
+
+def test_midpoint_infimum_is_log2_on_cross_pairs_and_lemma32():
+    from featlab.experiments.midpoint_mixup import diagonal_weights, linear_model
+
+    k = 6
+    b = LinearMultiView(k).sample(120, [0])
+    inf = float(mm.mixup_infimum(b.y, math.inf))
+    assert abs(inf - float(mm.cross_class_fraction(b.y)) * math.log(2)) < 1e-15
+    y = torch.arange(k)[None]  # one point per class: every off-diagonal pair is cross-class
+    assert abs(float(mm.mixup_infimum(y, math.inf)) - (1 - 1 / k) * math.log(2)) < 1e-15
+    C = torch.tensor([50.0, 50.0], dtype=D)
+    eq = linear_model(diagonal_weights(C, C, k), k)
+    un = linear_model(diagonal_weights(C * 1.2, C * 0.8, k), k)
+    x, yy = b.x.expand(2, -1, -1), b.y.expand(2, -1)
+    assert float(mm.midpoint_all_pairs_loss(eq, x, yy)[0]) - inf < 1e-8  # Lemma 3.2: reaches the infimum
+    assert float(mm.midpoint_all_pairs_loss(un, x, yy)[0]) - inf > 0.1  # unequal correlations do not
+
+
+# ------------------------------------------------------------------------------------------ reduced = full
+@pytest.mark.parametrize("method", ["erm", "midpoint"])
+def test_reduced_simulation_equals_full(method):
+    k, m, d, seeds = 3, 2, 48, [0, 1]
+    dist = small_dist(k=k, P=5, C_P=1, Q=1)
+    b = dist.sample(10, seeds)
+    V = orthonormal_features(seeds, k, d)
+    full = cnn(seeds, d, k, m, sigma=0.3)
+    red = EnsembleTwoLayer((full.W.detach() @ V.transpose(1, 2)).clone(), block_readout(k, m, 1.0), None,
+                           full.activation)
+    xc, mult = compress_patches(b.x)
+    xf = embed(b.x, V)
+    lossf = {"erm": lambda net, x, mu: mm.erm_loss(net, x, b.y, mu),
+             "midpoint": lambda net, x, mu: mm.midpoint_all_pairs_loss(net, x, b.y, mu)}[method]
+    for _ in range(40):
+        for net, x, mu in ((full, xf, None), (red, xc, mult)):
+            net.W.grad = None
+            lossf(net, x, mu).sum().backward()
+            with torch.no_grad():
+                net.W -= 2.0 * net.W.grad
+    lf = mm.patch_logits(full, xf)
+    lr = mm.patch_logits(red, xc, mult)
+    assert lf.abs().max() > 1e-3  # something was learned
+    assert torch.allclose(lf, lr, rtol=1e-9, atol=1e-12)
+    assert torch.allclose(full.W.detach() @ V.transpose(1, 2), red.W.detach(), atol=1e-10)

@@ -1,0 +1,92 @@
+"""The rfa-* experiments: claims at (reduced) quick scale, metric names, the assumption notes, bad input."""
+
+import pytest
+
+from featlab.cli import main
+from featlab.experiments.runner import run
+
+
+def _claims(rec):
+    return {c["id"]: c for c in rec.claims}
+
+
+@pytest.mark.parametrize("exp,override,field", [
+    ("rfa-fig1", "eta=0.5", "eta"),
+    ("rfa-fig1", "eta=-0.1", "eta"),
+    ("rfa-theorem1", "etas=[0.1,0.6]", "etas"),
+    ("rfa-theorem1", "m=1", "m"),
+    ("rfa-amplification", "sigma=-1", "sigma"),
+    ("rfa-amplification", "omega=0", "omega"),
+    ("rfa-fig2", "alpha=0", "alpha"),
+    ("rfa-theorem1", "d=1", "d"),
+    ("rfa-fig2", "d_low=1", "d_low"),
+])
+def test_bad_input_is_one_line_naming_the_field(exp, override, field, out, capsys):
+    assert main(["run", exp, override, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"'{field}'" in err, err
+
+
+def test_theorem1_claims_and_metrics(out):
+    rec = run("rfa-theorem1", "quick", out=out, quiet=True, seeds=2, d=60, n=300, m=100, n_test=1000, n_sweep=[30])
+    assert rec.status == "complete"
+    m = rec.summary["metrics"]
+    for eta in ("0", "0.05", "0.1", "0.15", "0.2"):
+        for k in ("test_err", "clean_test_err", "train_clean_correct", "train_noisy_fit"):
+            assert f"eta={eta}.{k}" in m
+        assert m[f"eta={eta}.train_clean_correct"] == 1.0 and m[f"eta={eta}.train_noisy_fit"] == 0.0
+    assert "n=30.eta=0.1.test_err" in m
+    assert all(c["holds"] for c in rec.claims), [c for c in rec.claims if not c["holds"]]
+    assert any("(A1)-(A7)" in note for note in rec.summary["notes"])
+    assert rec.figures
+
+
+def test_theorem1_theory_preset_is_theory_checked(out):
+    rec = run("rfa-theorem1", "theory", out=out, quiet=True, seeds=1, n_test=500)
+    assert any("theory-checked" in note for note in rec.summary["notes"])
+    assert all(c["holds"] for c in rec.claims), [c for c in rec.claims if not c["holds"]]
+
+
+def test_amplification_claims(out):
+    rec = run("rfa-amplification", "quick", out=out, quiet=True, seeds=2, d=300, n=150, m=40, n_test=300,
+              d_sweep=[100, 1000])
+    assert rec.status == "complete"
+    bad = [c for c in rec.claims if not c["holds"]]
+    assert not bad, bad
+    m = rec.summary["metrics"]
+    assert m["d=1000.rho_median@t=0"] < m["d=100.rho_median@t=0"] / 2  # Θ(1/√d) at init
+    assert m["d=1000.rho_median@t=1"] > 0.3 and m["d=100.rho_median@t=1"] > 0.3  # Θ(1) after one step
+
+
+@pytest.mark.slow
+def test_amplification_paper_C0_fails_when_lemma6_premise_fails(out):
+    # σ√d = 0.02 ≫ 3/C0: J (Def 7's C0) holds neurons with no edge, and the lemmas' "every j ∈ J" claims fail
+    rec = run("rfa-amplification", "practical", out=out, quiet=True)
+    c = _claims(rec)
+    assert not c["rfa.rho_floor"]["holds"]
+    assert c["rfa.frob"]["holds"] and c["rfa.lprime"]["holds"]
+
+
+def test_fig1_claims(out):
+    rec = run("rfa-fig1", "quick", out=out, quiet=True)
+    assert all(c["holds"] for c in rec.claims)
+    assert rec.summary["metrics"]["train_noisy_fit"] == 0.0
+    assert [p.name for p in rec.figures] == ["fig1_boundary.png"] and rec.figures[0].is_file()
+
+
+def test_fig2_short_horizon(out):
+    rec = run("rfa-fig2", "quick", out=out, quiet=True, seeds=1, m=40, steps_low=200, steps_high=200, n_test=500)
+    assert rec.status == "complete"
+    m = rec.summary["metrics"]
+    assert m["low.test_acc@peak"] >= 0.8 and m["high.test_acc@T"] >= 0.83
+    assert _claims(rec)["rfa.fig2_high_T"]["holds"]
+    steps = sorted(rec.metrics.query("metric == 'high.test_acc'")["step"].unique())
+    assert steps[:4] == [0, 1, 2, 3] and steps[-1] == 200  # log-spaced probes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exp", ["rfa-theorem1", "rfa-amplification", "rfa-fig1", "rfa-fig2"])
+def test_quick_preset_claims(exp, out):
+    rec = run(exp, "quick", out=out, quiet=True)
+    assert rec.status == "complete"
+    assert all(c["holds"] for c in rec.claims), [c for c in rec.claims if not c["holds"]]
