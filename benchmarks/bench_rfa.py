@@ -1,6 +1,6 @@
 """Fig 2 (App. E) training throughput: seeds batched on the replica axis vs a naive per-seed loop.
 
-    python benchmarks/bench_rfa.py                 # 2,000 steps, 8 seeds, both regimes
+    python benchmarks/bench_rfa.py                 # 300 steps, 8 seeds, both regimes
     python benchmarks/bench_rfa.py --full          # the 10^5-step horizon of Fig 2
     python benchmarks/bench_rfa.py --seeds 16 --steps 5000 --regime high
 
@@ -53,7 +53,7 @@ def naive(seeds, x, y, W0, A, steps, alpha):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=8)
-    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--steps", type=int, default=300)
     p.add_argument("--full", action="store_true", help="10^5 steps (Fig 2's horizon)")
     p.add_argument("--regime", choices=["low", "high", "both"], default="both")
     p.add_argument("--m", type=int, default=400)

@@ -207,7 +207,7 @@ def test_checkpoint_from_another_config_is_refused(tmp_path):
     spec = FitSpec(epochs=1, batch_size=16)
     fit(model, _batch_fn(x, y), len(y), spec, device="cpu", checkpoint=ck, fingerprint={"lr": 0.1, "k": 4})
     before = ck.read_bytes()
-    with pytest.raises(CheckpointError, match=r"refusing to resume .* another config \(field 'fingerprint.lr' is 0.1 "
+    with pytest.raises(CheckpointError, match=r"refusing to resume .* another config \(field 'lr' is 0.1 "
                                               r"there and 0.2 here\)"):
         fit(model, _batch_fn(x, y), len(y), spec, device="cpu", checkpoint=ck, fingerprint={"lr": 0.2, "k": 4})
     assert ck.read_bytes() == before  # nothing lost

@@ -218,3 +218,27 @@ def test_reduced_simulation_equals_full(method):
     assert lf.abs().max() > 1e-3  # something was learned
     assert torch.allclose(lf, lr, rtol=1e-9, atol=1e-12)
     assert torch.allclose(full.W.detach() @ V.transpose(1, 2), red.W.detach(), atol=1e-10)
+
+
+# ------------------------------------------------------------------------------------------ Def 4.5 probe
+def test_feature_test_and_correlation_stats_on_a_planted_model():
+    from featlab.probes import feature_test as ft
+
+    k, m = 4, 2
+    dist = small_dist(k=k, P=6, C_P=1, delta3=0.001, delta4=0.001)
+    te = dist.sample_balanced(20, [0])
+    W = torch.zeros(1, k * m, 2 * k, dtype=D)
+    for y in range(k):
+        W[0, y * m, 2 * y] = 5.0  # every class learned v_{y,1}
+        if y < 2:
+            W[0, y * m + 1, 2 * y + 1] = 5.0  # classes 1, 2 also learned v_{y,2}
+    net = EnsembleTwoLayer(W, block_readout(k, m, 1.0), None, SmoothedReLU(4.0, 0.1))
+    learned, acc = ft.feature_test(net, dist, te, 0.9)
+    expect = torch.tensor([[True, True], [True, True], [True, False], [True, False]])
+    assert torch.equal(learned[0], expect), acc
+    assert ft.learned_counts(learned).tolist() == [[0, 2, 2]]
+    st = ft.correlation_stats(ft.correlations(W, k))
+    assert torch.allclose(st["Lambda"][0], torch.where(expect, 5.0, 0.0).to(D))
+    assert torch.allclose(st["gap"][0], torch.tensor([0, 0, 5.0, 5.0], dtype=D))
+    b = dist.sample(30, [0])
+    assert float(ft.train_accuracy(net, b.x, b.y)) == 1.0

@@ -108,3 +108,16 @@ def test_gradient_of_cross_entropy_block_net_matches_formula():
         act = (net.preactivation(x) >= 0).double()
         g = torch.einsum("enM,end->eMd", lp_neuron * act, x) / (n * h)
     assert torch.allclose(net.W.grad, g)
+
+
+def test_shared_data_replicas_differ_only_in_init():
+    cfg = small_cfg(shared_data=True, dtype="float64")
+    dist, tr, _ = make_data(cfg, cfg.seed_list(), torch.float64)
+    assert tr.x.shape[0] == 3 and torch.equal(tr.x[0], tr.x[2])
+    b_all, _ = fit_binary(cfg, cfg.seed_list(), dist, tr)
+    solo_cfg = small_cfg(shared_data=False, dtype="float64")
+    d1, t1, _ = make_data(solo_cfg, [0], torch.float64)  # seed 0's own data = the shared data
+    assert torch.equal(t1.x[0], tr.x[0])
+    b0, _ = fit_binary(solo_cfg, [0], d1, t1)
+    assert torch.allclose(b_all.W[0], b0.W[0], rtol=1e-9, atol=1e-12)
+    assert not torch.allclose(b_all.W[1], b0.W[0])

@@ -135,12 +135,12 @@ def md5_bytes(data: bytes) -> str:
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
-def _where(spec) -> str:
+def _where(spec, root: Path | str = "<root>") -> str:
     if isinstance(spec, IdxSpec):
-        return (f"download the four .gz files from {spec.url} into <root>/{spec.folder}/ (an existing torchvision "
-                f"download works as is)")
-    return (f"download {spec.url} into <root>/ (keep the .tar.gz or extract it to <root>/{spec.folder}/; an existing "
-            f"torchvision download works as is)")
+        return (f"download the four .gz files from {spec.url} into {Path(root) / spec.folder} (an existing "
+                f"torchvision download works as is)")
+    return (f"download {spec.url} into {root} (keep the .tar.gz or extract it to {Path(root) / spec.folder}; an "
+            f"existing torchvision download works as is)")
 
 
 def _check_name(name: str) -> str:
@@ -197,7 +197,7 @@ def _load_idx(spec: IdxSpec, root: Path) -> ImageData:
             bad.append(status)
         blobs[stem] = blob
     if bad:
-        raise DataError(f"{spec.name}: {'; '.join(bad)} in {folder}; {_where(spec)}")
+        raise DataError(f"{spec.name}: {'; '.join(bad)} in {folder}; {_where(spec, root)}")
     arr = {s: parse_idx(blobs[s], f"{folder / s}") for s in _IDX_FILES}
     xtr, ytr, xte, yte = (arr[s] for s in _IDX_FILES)
     for x, y, split in ((xtr, ytr, "train"), (xte, yte, "t10k")):
@@ -252,11 +252,11 @@ def _cifar_blobs(spec: CifarSpec, root: Path) -> tuple[dict[str, bytes], str]:
         if not bad:
             return blobs, str(folder)
         if not archive.is_file():
-            raise DataError(f"{spec.name}: {'; '.join(bad)} in {folder}; {_where(spec)}")
+            raise DataError(f"{spec.name}: {'; '.join(bad)} in {folder}; {_where(spec, root)}")
     if archive.is_file():
         tgz = archive.read_bytes()
         if md5_bytes(tgz) != spec.archive_md5:
-            raise DataError(f"{spec.name}: {archive.name} is corrupt (MD5 mismatch) in {root}; {_where(spec)}")
+            raise DataError(f"{spec.name}: {archive.name} is corrupt (MD5 mismatch) in {root}; {_where(spec, root)}")
         blobs = {}
         with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tf:
             for m in tf.getmembers():
@@ -266,11 +266,11 @@ def _cifar_blobs(spec: CifarSpec, root: Path) -> tuple[dict[str, bytes], str]:
         missing = [n for n in names if n not in blobs]
         bad = [n for n in names if n in blobs and md5_bytes(blobs[n]) != names[n]]
         if missing or bad:
-            raise DataError(f"{spec.name}: {archive.name} lacks {missing} or holds corrupt {bad}; {_where(spec)}")
+            raise DataError(f"{spec.name}: {archive.name} lacks {missing} or holds corrupt {bad}; {_where(spec, root)}")
         return blobs, str(archive)
     missing = [n for n in names if n not in present]
     raise DataError(f"{spec.name}: missing {', '.join(missing)} in {folder} and no {spec.archive} in {root}; "
-                    f"{_where(spec)}")
+                    f"{_where(spec, root)}")
 
 
 def _load_cifar(spec: CifarSpec, root: Path) -> ImageData:
@@ -367,7 +367,7 @@ def cmd_data_check(args) -> int:
     rows = check_root(root)
     print(f"data root: {Path(root).expanduser()}")
     print(table([list(r) for r in rows], ["dataset", "status", "detail"], [13, 8, 80]))
-    hints = [f"  {n}: {_where(SPECS[n])}" for n, s, _ in rows if s != "ok"]
+    hints = [f"  {n}: {_where(SPECS[n], Path(root).expanduser())}" for n, s, _ in rows if s != "ok"]
     if hints:
         print("\nwhere to get the others:")
         print("\n".join(hints))

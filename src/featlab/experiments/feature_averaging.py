@@ -21,6 +21,7 @@ import torch
 from pydantic import Field, model_validator
 
 from ..config import ExperimentConfig, check
+from ..data.base import Batch
 from ..data.clusters import MultiClusterDistribution
 from ..nn import reference
 from ..nn.twolayer import (EnsembleTwoLayer, binary_readout, block_readout, logit_margin_readout,
@@ -88,11 +89,26 @@ class FASyntheticConfig(ExperimentConfig):
 
 # ------------------------------------------------------------------------------------------ building blocks
 def make_data(cfg: FASyntheticConfig, seeds: list[int], dtype):
-    data_seeds = [seeds[0]] * len(seeds) if cfg.shared_data else seeds
+    """Distribution, training and test batches, all with a replica axis of len(seeds).
+
+    With ``shared_data`` seed 0's centres and samples are drawn once and viewed (not copied) by every replica.
+    """
+    data_seeds = seeds[:1] if cfg.shared_data else seeds
     dist = MultiClusterDistribution.create(
         data_seeds, cfg.k, cfg.d, cfg.positive_set(), alpha=cfg.alpha, sigma=cfg.sigma, centres=cfg.centres,
         pairwise_cos=cfg.pairwise_cos, norm_scales=cfg.norm_scales, dtype=dtype)
-    return dist, dist.sample(cfg.n, data_seeds, "train"), dist.sample(cfg.n_test, data_seeds, "test")
+    tr, te = dist.sample(cfg.n, data_seeds, "train"), dist.sample(cfg.n_test, data_seeds, "test")
+    if cfg.shared_data:
+        E = len(seeds)
+        dist.mu = dist.mu.expand(E, -1, -1)
+        tr, te = (Batch(b.x.expand(E, -1, -1), b.y.expand(E, -1), {k: v.expand(E, -1) for k, v in b.info.items()})
+                  for b in (tr, te))
+    return dist, tr, te
+
+
+def train_inputs(cfg, tr):
+    """One (n, d) matrix shared by all replicas when the data are shared: one big matmul per step."""
+    return tr.x[0] if cfg.shared_data else tr.x
 
 
 def binary_net(cfg, seeds, dtype) -> EnsembleTwoLayer:
@@ -110,7 +126,7 @@ def kclass_net(cfg, seeds, dtype) -> EnsembleTwoLayer:
 def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
     """Full-batch GD on the logistic loss (FA eq. 1)."""
     net = binary_net(cfg, seeds, tr.x.dtype)
-    x = tr.x
+    x = train_inputs(cfg, tr)
     mask = al.in_class_mask(dist.positive, cfg.m, cfg.m)
 
     def probe(step):
@@ -127,7 +143,7 @@ def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
 def fit_kclass(cfg, seeds, dist, tr, prefix="multiclass."):
     """Full-batch GD on the cross-entropy of the cluster labels (FA §3.2 / §4.2)."""
     net = kclass_net(cfg, seeds, tr.x.dtype)
-    x, c = tr.x, tr.cluster
+    x, c = train_inputs(cfg, tr), tr.cluster
 
     def probe(step):
         with torch.no_grad():

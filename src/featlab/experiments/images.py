@@ -491,6 +491,8 @@ class FAEmbeddingsConfig(ExperimentConfig):
     sigma_w: float = Field(1e-3, ge=0, description="init std of the first-layer weights")
     test_fraction: float = Field(0.2, gt=0, lt=1, description="held-out fraction when the file has no split")
     per_class: int = Field(100, ge=1, description="training images per class in the Fig 10 correlation map")
+    cpu_threads: int | None = Field(None, ge=1, description="torch CPU threads while this experiment runs (None: "
+                                    "leave as is)")
 
     @model_validator(mode="after")
     def _ok(self):
@@ -542,7 +544,7 @@ def load_embeddings(path: str, labels_file: str | None = None):
     z, y = np.asarray(z, dtype=np.float32), np.asarray(y).astype(np.int64)
     if z.ndim != 2 or y.ndim != 1 or len(z) != len(y):
         raise DataError(f"{str(p)!r}: embeddings must be (N, D) and labels (N,); got {z.shape} and {y.shape}")
-    return torch.from_numpy(z), torch.from_numpy(y), None if split is None else torch.from_numpy(split)
+    return torch.tensor(z), torch.tensor(y), None if split is None else torch.tensor(np.asarray(split))
 
 
 def _embedding_data(cfg: FAEmbeddingsConfig):
@@ -564,8 +566,14 @@ def _embedding_data(cfg: FAEmbeddingsConfig):
             summary="two-layer heads on image embeddings: 2-class labels average class features, 10-class labels "
                     "decouple them",
             config=FAEmbeddingsConfig,
-            presets={"quick": {"seeds": 4}, "paper": {"seeds": 5, "embeddings": "cifar10_clip_vitb32.npz"}})
+            presets={"quick": {"seeds": 4, "cpu_threads": 1},
+                     "paper": {"seeds": 5, "embeddings": "cifar10_clip_vitb32.npz"}})
 def fa_embeddings(ctx) -> None:
+    with _threads(ctx.cfg.cpu_threads):
+        _fa_embeddings(ctx)
+
+
+def _fa_embeddings(ctx) -> None:
     cfg: FAEmbeddingsConfig = ctx.cfg
     ztr, ytr, zte, yte, src = _embedding_data(cfg)
     k = int(max(ytr.max(), yte.max())) + 1
@@ -630,8 +638,6 @@ def fa_embeddings(ctx) -> None:
                        "diag_excess": diag - in_off, "block_excess": cos[:, block].mean(-1) - off_block}
         for key, v in stats[name].items():
             ctx.metric(f"{name}.{key}", v)
-    names = [f"\\mu_{{{int(order[i]) + 1}}}" for i in range(k)]
-    del names
     ctx.figure(plots.heatmap_panels([
         (bcos.mean(0).numpy(), f"(c) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
         (kcos.mean(0).numpy(), f"(d) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],

@@ -98,7 +98,8 @@ class Theorem1Config(RFAConfig):
 
 class AmplificationConfig(RFAConfig):
     eta: float = Field(0.1, ge=0, lt=0.5, description="noise rate η")
-    horizon: int | None = Field(None, ge=1, description="iterations drawn; None = 2T (claims use t ≤ T only)")
+    horizon: int | None = Field(None, ge=1, description="iterations drawn, each one probed; None = 2T (claims use "
+                                "t ≤ T only)")
     d_sweep: list[int] = Field([100, 300, 1000, 3000], description="dimensions for ρ(0) vs ρ(1) (Lemmas 4, 12)")
 
     @model_validator(mode="after")
@@ -447,6 +448,9 @@ def rfa_amplification(ctx) -> None:
     H = cfg.horizon if cfg.horizon is not None else 2 * T
     H = max(H, T)
     ctx.note(f"T = {T} (1 + ⌊1/(4α)⌋ unless steps is set); drawing t = 0..{H}; claims use t ≤ T")
+    sd, lim = cfg.sigma_() * math.sqrt(cfg.d), 3 / cfg.C0
+    ctx.note(f"Lemma 6's premise σ√d ≤ 3/C0 (needed for every j ∈ J_µ to have an edge): σ√d = {sd:.3g}, "
+             f"3/C0 = {lim:.3g} → {'holds' if sd <= lim else 'FAILS: the lemmas may fail for neurons of J_µ with ρ(0) ≲ σ'}")
     dist = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype)
     tr, te = dist.sample(cfg.n, seeds, "train"), dist.sample(cfg.n_test, seeds, "test")
     net = make_net(cfg, seeds, dtype)
@@ -457,7 +461,8 @@ def rfa_amplification(ctx) -> None:
         score0 = net(tr.x)
     store: dict[int, torch.Tensor] = {}
     probe = _amplification_probe(cfg, net, tr, te, dist, J, W0, T, store)
-    res = gd(net, tr, H, cfg.alpha, seeds, probe=probe, probe_every=cfg.probe_every, desc="GD",
+    # the lemmas are statements about every step: probe every step whatever probe_every says
+    res = gd(net, tr, H, cfg.alpha, seeds, probe=probe, probe_every=1, desc="GD",
              threads=threads_for(cfg, len(seeds), cfg.n, cfg.m, cfg.d))
     frame = res.frame()
     ctx.log(frame)
@@ -630,6 +635,9 @@ def _fig2_regime(cfg: Fig2Config, seeds, dtype, n: int, d: int, steps: int, name
     presets={
         "quick": {"seeds": 2, "n_low": 100, "d_low": 10, "n_high": 40, "d_high": 400, "m": 100,
                   "steps_low": 30_000, "steps_high": 20_000, "n_test": 2000, "noise": "exact", "means": "axis"},
+        # the quick regimes at Fig 2's 10^5-step horizon (about 2.5 min on 2 CPU cores)
+        "cpu-long": {"seeds": 2, "n_low": 100, "d_low": 10, "n_high": 40, "d_high": 400, "m": 100,
+                     "steps_low": 100_000, "steps_high": 100_000, "n_test": 2000, "noise": "exact", "means": "axis"},
         "paper": {"seeds": 3, "n_low": 2000, "d_low": 50, "n_high": 100, "d_high": 2000, "m": 400,
                   "steps_low": 100_000, "steps_high": 100_000, "n_test": 6000, "noise": "exact", "means": "axis"},
     })

@@ -30,7 +30,8 @@ def _style(ax, title=None, xlabel=None, ylabel=None):
 def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> plt.Figure:
     """(a) test error vs η against observed and clean labels, with baselines; (b) the training pattern;
     (c) test error − η vs n."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.3))
+    ns_ = {r[0] for r in n_rows}
+    fig, axes = plt.subplots(1, 3 if len(ns_) > 1 else 2, figsize=(15 if len(ns_) > 1 else 10, 4.3))
     e = np.asarray(etas)
 
     def ms(name):
@@ -61,19 +62,25 @@ def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> plt.Figure
     ax.legend(fontsize=7, loc="center right")
     _style(ax, "(b) training set at T (Thm 1 (1))", "label noise rate η", "share")
 
+    if len(axes) < 3:
+        if title:
+            fig.suptitle(title, fontsize=11)
+        fig.tight_layout()
+        return fig
     ax = axes[2]
-    rows = np.array(n_rows, dtype=float) if n_rows else np.zeros((0, 4))
+    rows = np.array(n_rows, dtype=float)
     cmap = plt.get_cmap("viridis")
     for k, eta in enumerate(etas):
         r = rows[rows[:, 1] == eta]
         r = r[np.argsort(r[:, 0])]
         c = cmap(k / max(1, len(etas) - 1))
-        if len(r):
-            ax.plot(r[:, 0], r[:, 2], "o-", color=c, ms=4, label=f"η={eta:g}: clean test error")
-            ax.plot(r[:, 0], 1 - r[:, 3], "x:", color=c, ms=5, label=f"η={eta:g}: runs without the exact pattern")
+        ax.plot(r[:, 0], r[:, 2], "o-", color=c, ms=4, label=f"η={eta:g}")
+        ax.plot(r[:, 0], 1 - r[:, 3], "x:", color=c, ms=5)
+    ax.plot([], [], "o-", color="black", label="clean test error")
+    ax.plot([], [], "x:", color="black", label="share of runs without the exact pattern")
     ax.set_xscale("log")
     ax.set_ylim(-0.03, 1.03)
-    ax.legend(fontsize=6, ncol=1)
+    ax.legend(fontsize=7)
     _style(ax, "(c) vs the number of training points", "training points n", "share")
     if title:
         fig.suptitle(title, fontsize=11)

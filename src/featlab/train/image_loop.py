@@ -122,8 +122,10 @@ def _diff(a: dict, b: dict) -> str:
     if not diffs:
         return "its fingerprint differs"
     k = diffs[0]
-    more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
-    return f"field {k!r} is {a.get(k)!r} there and {b.get(k)!r} here{more}"
+    shown = k.removeprefix("fingerprint.").removeprefix("config.")
+    more = [d for d in diffs[1:] if not d.startswith("spec.")]  # spec.* repeats the config's training fields
+    extra = f" (and {len(more)} more)" if more else ""
+    return f"field {shown!r} is {a.get(k)!r} there and {b.get(k)!r} here{extra}"
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -255,7 +257,8 @@ def fingerprint_of(experiment_id: str, cfg: Any, **extra: Any) -> dict:
     """What a checkpoint must have been written under: the experiment, its config (minus fields that do not
     change the training, e.g. where checkpoints live) and the model's tag."""
     d = dict(cfg.to_dict()) if hasattr(cfg, "to_dict") else dict(cfg)
-    for k in ("checkpoint_dir", "data_root", "device", "seeds", "seed", "pgd_steps", "pgd_restarts", "pgd_step_factor",
+    for k in ("checkpoint_dir", "keep_checkpoints", "cpu_threads", "data_root", "device", "seeds", "seed", "pgd_steps",
+              "pgd_restarts", "pgd_step_factor",
               "radii", "eval_batch", "n_attack"):
         d.pop(k, None)
     return {"experiment": experiment_id, "config": d, **extra}

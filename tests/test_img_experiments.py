@@ -1,0 +1,143 @@
+"""The image experiments end to end at toy size, their bad-input paths through the CLI, and fa-embeddings files."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import featlab
+from featlab.cli import main
+from featlab.data.images import load_images
+from featlab.experiments.images import load_embeddings
+from featlab.errors import DataError
+
+TINY_MM = dict(seeds=2, epochs=2, width=4, batch_size=200)
+TINY_FA = dict(seeds=1, epochs=2, width=4, radii=[0, 0.3, 0.6], n_attack=60, pgd_steps=3)
+
+
+def test_mm_spurious_digits_end_to_end(out):
+    rec = featlab.run("mm-spurious-digits", "quick", out=out, quiet=True, **TINY_MM)
+    assert rec.ok
+    m = rec.summary["metrics"]
+    for meth in ("erm", "mixup", "midpoint"):
+        assert 0 <= m[f"{meth}.test_err"] <= 1 and m[f"{meth}.test_err_std"] >= 0
+    assert {c["id"] for c in rec.claims} == {"mm.mixup_below_erm", "mm.midpoint_below_erm"}
+    assert all(f.is_file() for f in rec.figures)
+    df = rec.metrics
+    curve = df[df.metric == "erm.test_err"]
+    assert sorted(curve.step.unique()) == [1, 2] and sorted(curve.seed.unique()) == [0, 1]
+    assert not (out / "mm-spurious-digits" / ".checkpoints").exists() or not any(
+        (out / "mm-spurious-digits" / ".checkpoints").rglob("*.pt"))  # cleaned after a complete run
+    assert any("Table 1" in n for n in rec.summary["notes"])
+
+
+def test_mm_resumes_from_checkpoints(out, tmp_path):
+    ck = tmp_path / "ck"
+    kw = dict(TINY_MM, seeds=1, methods=["erm"], checkpoint_dir=str(ck), keep_checkpoints=True)
+    rec = featlab.run("mm-spurious-digits", "quick", out=out, quiet=True, **kw)
+    state = torch.load(ck / "erm-seed0.pt", weights_only=True)
+    assert state["epoch"] == 2
+    # a second run with force reuses the finished checkpoint: same numbers, no training
+    rec2 = featlab.run("mm-spurious-digits", "quick", out=out, quiet=True, force=True, **kw)
+    assert rec2.summary["metrics"]["erm.test_err"] == rec.summary["metrics"]["erm.test_err"]
+
+
+def test_fa_resnet_digits_end_to_end(out):
+    rec = featlab.run("fa-resnet-digits", "quick", out=out, quiet=True, **TINY_FA)
+    assert rec.ok
+    m = rec.summary["metrics"]
+    assert m["binary.robust_acc@0"] == pytest.approx(m["binary.clean_acc"], abs=0.2)  # 60 attacked vs all
+    assert m["binary.robust_acc@0.6"] <= m["binary.robust_acc@0.3"] <= m["binary.robust_acc@0"]
+    assert {c["id"] for c in rec.claims} == {"fa.deep_kclass_more_robust", "fa.deep_kclass_above_every_radius"}
+    assert len(rec.figures) == 1 and rec.figures[0].is_file()
+
+
+def test_smoke_presets_make_no_claims(out):
+    rec = featlab.run("fa-resnet-cifar10", "quick", out=out, quiet=True, epochs=1, width=4, radii=[0, 0.3],
+                      n_attack=30, pgd_steps=2)
+    assert rec.ok and rec.claims == [] and rec.config["dataset"] == "digits"
+
+
+@pytest.mark.parametrize("exp", ["mm-spurious-cifar10", "fa-resnet-mnist", "mm-spurious-fmnist"])
+def test_paper_preset_without_data_is_one_line_exit_2(exp, tmp_path, capsys):
+    rc = main(["run", exp, "--preset", "paper", "--out", str(tmp_path / "runs"), f"data_root={tmp_path}"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "missing" in err and str(tmp_path) in err and "http" in err
+
+
+@pytest.mark.parametrize("override,field", [("radii=[0,-0.5]", "radii"), ("dataset=imagenet", "dataset"),
+                                            ("batch_size=5000", "batch_size"), ("lr=-1", "lr")])
+def test_bad_input_exit_2(override, field, tmp_path, capsys):
+    rc = main(["run", "fa-resnet-digits", "--out", str(tmp_path / "runs"), override, "epochs=1", "width=4"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"'{field}'" in err and err.count("\n") == 1
+
+
+def test_foreign_checkpoint_refused_and_kept(tmp_path, capsys):
+    ck = tmp_path / "ck"
+    common = ["--out", str(tmp_path / "runs"), f"checkpoint_dir={ck}", "keep_checkpoints=true", "seeds=1",
+              "methods=[erm]", "epochs=1", "width=4", "batch_size=300"]
+    assert main(["run", "mm-spurious-digits", *common]) == 0
+    before = (ck / "erm-seed0.pt").read_bytes()
+    capsys.readouterr()
+    rc = main(["run", "mm-spurious-digits", *common, "lr=0.01"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "refusing to resume" in err and "field 'lr' is 0.003 there and 0.01 here)" in err
+    assert (ck / "erm-seed0.pt").read_bytes() == before
+
+
+# ------------------------------------------------------------------------------------------ fa-embeddings
+def synthetic_embeddings(n_per=30, k=10, D=24, seed=0):
+    g = np.random.default_rng(seed)
+    centres = g.normal(size=(k, D)) * 2
+    y = np.repeat(np.arange(k), n_per)
+    z = centres[y] + g.normal(size=(len(y), D)) + 5.0  # a large common component, as CLIP embeddings have
+    return z.astype(np.float32), y
+
+
+def test_embeddings_file_formats(tmp_path):
+    z, y = synthetic_embeddings()
+    np.savez(tmp_path / "e.npz", embeddings=z, labels=y)
+    np.save(tmp_path / "e.npy", z)
+    np.save(tmp_path / "l.npy", y)
+    pd.DataFrame({"label": y, "split": ["test" if i % 5 == 0 else "train" for i in range(len(y))],
+                  "embedding": list(z)}).to_parquet(tmp_path / "e.parquet")
+    for f, lab in (("e.npz", None), ("e.npy", str(tmp_path / "l.npy")), ("e.parquet", None)):
+        zz, yy, split = load_embeddings(str(tmp_path / f), lab)
+        assert zz.shape == z.shape and torch.equal(yy, torch.from_numpy(y))
+    assert split is not None and split.sum() == len(y) // 5
+    with pytest.raises(DataError, match="does not exist; compute it with 'featlab embed"):
+        load_embeddings(str(tmp_path / "nope.npz"))
+    with pytest.raises(DataError, match="labels_file"):
+        load_embeddings(str(tmp_path / "e.npy"))
+    np.savez(tmp_path / "bad.npz", foo=z)
+    with pytest.raises(DataError, match="'embeddings' and 'labels'"):
+        load_embeddings(str(tmp_path / "bad.npz"))
+
+
+def test_fa_embeddings_on_synthetic_file(out, tmp_path):
+    z, y = synthetic_embeddings()
+    np.savez(tmp_path / "e.npz", embeddings=z, labels=y)
+    rec = featlab.run("fa-embeddings", "quick", out=out, quiet=True, seeds=2, steps=150, cpu_threads=1,
+                      embeddings=str(tmp_path / "e.npz"), per_class=10)
+    assert rec.ok and len(rec.figures) == 2
+    m = rec.summary["metrics"]
+    assert m["multiclass.diag_excess"] > m["binary.diag_excess"]
+    assert m["embeddings.cos_within_class"] > m["embeddings.cos_between_class"]
+    assert len(rec.claims) == 4
+
+
+def test_digits_data_check_is_real():
+    d = load_images("digits")
+    assert d.x_train.shape[0] == 1198
+
+
+def test_embed_without_open_clip_is_exit_2(tmp_path, capsys):
+    try:
+        import open_clip  # noqa: F401
+        pytest.skip("open_clip is installed; this checks the message shown without it")
+    except ImportError:
+        pass
+    assert main(["embed", "--root", str(tmp_path), "--out", str(tmp_path / "e.npz")]) == 2
+    assert "pip install open_clip_torch" in capsys.readouterr().err
+    assert not (tmp_path / "e.npz").exists()
