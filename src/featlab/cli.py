@@ -44,6 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     em.add_argument("--pretrained", default="openai", help="open_clip pretrained tag or a local checkpoint file")
     em.add_argument("--device", default="auto", help="auto, cpu or cuda")
     em.add_argument("--batch-size", type=int, default=256)
+
+    sw = sub.add_parser("sweep", help="the cartesian product of config values, each point a cached run")
+    sw.add_argument("id")
+    sw.add_argument("axes", nargs="*", metavar="key=v1,v2", help="e.g. k=10,20,40 eta=1e-3,1e-4")
+    _common(sw)
+    sw.add_argument("--executor", default="local", choices=["local", "ray"], help="local (default) or ray")
+    sw.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one)")
+    sw.add_argument("--show", default="", metavar="M1,M2", help="metrics to print (default: the first few)")
     return p
 
 
@@ -103,13 +111,39 @@ def cmd_reproduce(a) -> int:
     return 1 if a.strict and held < len(all_claims) else 0
 
 
+def cmd_sweep(a) -> int:
+    from .runs.sweep import sweep
+
+    table_df = sweep(a.id, a.axes, preset=a.preset, out=a.out, executor=a.executor, force=a.force,
+                     ray_address=a.ray_address)
+    axes = [c for c in table_df.columns if c in {ax.partition("=")[0] for ax in a.axes}]
+    shown = [m for m in a.show.split(",") if m] or [c for c in table_df.columns
+                                                      if c not in axes and "@" not in c][2:6]
+    missing = [m for m in shown if m not in table_df.columns]
+    if missing:
+        print(f"featlab: note: no metric {missing[0]!r} in these runs", file=sys.stderr)
+    cols = axes + ["status", "claims_held"] + [m for m in shown if m in table_df.columns]
+    rows = [[str(v) if not isinstance(v, float) else f"{v:.4g}" for v in r] for r in table_df[cols].values.tolist()]
+    print(table(rows, cols))
+    dest = Path(a.out) / a.id / "sweeps"
+    dest.mkdir(parents=True, exist_ok=True)
+    name = "sweep-" + "-".join(ax.replace("=", "_").replace(",", "_") for ax in a.axes)[:80] + ".parquet"
+    table_df.to_parquet(dest / name, index=False)
+    print(f"\nsweep table: {dest / name}")
+    failed = (table_df["status"] != "complete").any()
+    held_all = all(x.split("/")[0] == x.split("/")[1] for x in table_df["claims_held"])
+    return 1 if failed or (a.strict and not held_all) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)  # key=value may come after options
-    if extra and (args.cmd != "run" or any(e.startswith("-") or "=" not in e for e in extra)):
+    if extra and (args.cmd not in ("run", "sweep") or any(e.startswith("-") or "=" not in e for e in extra)):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if extra:
+    if extra and args.cmd == "run":
         args.overrides = [*args.overrides, *extra]
+    elif extra:
+        args.axes = [*args.axes, *extra]
     try:
         if args.cmd == "list":
             return cmd_list()
@@ -117,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args)
         if args.cmd == "show":
             return cmd_show(args)
+        if args.cmd == "sweep":
+            return cmd_sweep(args)
         if args.cmd == "data":
             from .data.images import cmd_data_check
 
