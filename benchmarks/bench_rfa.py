@@ -2,7 +2,7 @@
 
     python benchmarks/bench_rfa.py                 # 300 steps, 8 seeds, both regimes
     python benchmarks/bench_rfa.py --full          # the 10^5-step horizon of Fig 2
-    python benchmarks/bench_rfa.py --seeds 16 --steps 5000 --regime high
+    python benchmarks/bench_rfa.py --sizes quick --steps 3000 --threads 1
 
 Prints seed-steps per second of each and their ratio (measured in this run; never an absolute threshold).
 The naive loop is what a per-figure script does: one nn.Module per seed, torch.optim.SGD, seeds one after another.
@@ -23,7 +23,9 @@ from featlab.experiments.xor_amplification import make_net
 from featlab.train.loop import train
 from featlab.train.objectives import logistic
 
-REGIMES = {"low": (2000, 50), "high": (100, 2000)}  # (n, d): the Fig 2 preset's regimes
+# (n, d, m) of the rfa-fig2 presets' regimes
+SIZES = {"paper": {"low": (2000, 50, 400), "high": (100, 2000, 400)},
+         "quick": {"low": (100, 10, 100), "high": (40, 400, 100)}}
 
 
 class NaiveNet(nn.Module):
@@ -56,7 +58,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--full", action="store_true", help="10^5 steps (Fig 2's horizon)")
     p.add_argument("--regime", choices=["low", "high", "both"], default="both")
-    p.add_argument("--m", type=int, default=400)
+    p.add_argument("--sizes", choices=list(SIZES), default="paper", help="the regimes of the paper or quick preset")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = leave the default)")
     a = p.parse_args()
     if a.threads:
@@ -64,16 +66,16 @@ def main() -> None:
     steps = 100_000 if a.full else a.steps
     seeds = list(range(a.seeds))
     alpha = 0.1
-    print(f"Fig 2 settings (App. E): m={a.m}, σ²=d^-1.2, 15% flips per cluster, ω²=0.01/(md), α={alpha}; "
+    print(f"Fig 2 settings (App. E, {a.sizes} preset sizes): σ²=d^-1.2, 15% flips per cluster, ω²=0.01/(md), α={alpha}; "
           f"{len(seeds)} seeds × {steps} steps; torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print(f"{'regime':8s} {'n':>6s} {'d':>6s} {'batched seed-steps/s':>22s} {'naive seed-steps/s':>20s} {'ratio':>7s}")
+    print(f"{'regime':8s} {'n':>6s} {'d':>6s} {'m':>5s} {'batched seed-steps/s':>22s} {'naive seed-steps/s':>20s} {'ratio':>7s}")
     for name in (["low", "high"] if a.regime == "both" else [a.regime]):
-        n, d = REGIMES[name]
+        n, d, m = SIZES[a.sizes][name]
         dist = XORClusterDistribution.create(seeds, d, d**-0.6, 0.15, noise="exact", means="axis")
         tr = dist.sample(n, seeds)
         from featlab.experiments.xor_amplification import Fig2Config
 
-        cfg = Fig2Config(m=a.m)
+        cfg = Fig2Config(m=m)
         net = make_net(cfg, seeds, torch.float32, d=d)
         W0 = net.W.detach().clone()
         t0 = time.perf_counter()
@@ -84,7 +86,7 @@ def main() -> None:
         tn = time.perf_counter() - t0
         gap = float((Wn - net.W.detach()).abs().max() / net.W.detach().abs().max())
         rb, rn = len(seeds) * steps / tb, len(seeds) * steps / tn
-        print(f"{name:8s} {n:6d} {d:6d} {rb:22.0f} {rn:20.0f} {rb / rn:7.2f}   (max rel. weight gap {gap:.1e})")
+        print(f"{name:8s} {n:6d} {d:6d} {m:5d} {rb:22.0f} {rn:20.0f} {rb / rn:7.2f}   (max rel. weight gap {gap:.1e})")
         if not math.isfinite(gap) or gap > 1e-3:
             print("  warning: batched and naive iterates differ")
 

@@ -10,7 +10,14 @@ def test_overrides_parse_yaml_scalars_and_lists():
     o = parse_overrides(["k=20", "eta=1e-4", "radii=[0, 2, 4]", "centres=basis", "shared_data=true"])
     assert o == {"k": 20, "eta": "1e-4", "radii": [0, 2, 4], "centres": "basis", "shared_data": True}
     _, cfg = resolve_config("fa-synthetic", "quick", overrides=o)
-    assert cfg.eta == pytest.approx(1e-4) and cfg.k == 20 and cfg.radii == [0.0, 2.0, 4.0]
+    assert cfg.eta == pytest.approx(1e-4) and cfg.k == 20 and cfg.radius_grid() == [0.0, 2.0, 4.0]
+
+
+def test_default_radius_grid_is_the_papers_axis_scaled_with_d():
+    _, cfg = resolve_config("fa-synthetic", "paper")
+    assert cfg.radius_grid() == [float(r) for r in range(0, 59, 2)]
+    _, big = resolve_config("fa-synthetic", "paper", overrides={"d": 4 * 3072})
+    assert big.radius_grid()[-1] == 116.0 and big.radius_grid()[-1] > (big.d / 2) ** 0.5
 
 
 def test_layers_apply_in_order(tmp_path):

@@ -22,9 +22,7 @@ def test_fa_synthetic_quick_claims_hold(out):
     for key in ["binary.cos_in_class_mean", "binary.cos_off_class_max_abs", "multiclass.cos_diag_mean",
                 "binary.clean_acc", "multiclass.clean_acc"]:
         assert key in m
-    radii = res.config["radii"]
-    assert len(radii) == 30 and radii[-1] == 58
-    for r in radii:
+    for r in range(0, 59, 2):  # Fig 3's axis at the paper's d
         assert f"binary.robust_acc_pgd@{r:g}" in m and f"multiclass.robust_acc_pgd@{r:g}" in m
     # the k-class net holds well past the binary net's collapse (the paper's Fig 3)
     assert m["multiclass.robust_acc_pgd@26"] > 0.9 > 0.1 > m["binary.robust_acc_avgdir@26"]

@@ -61,7 +61,8 @@ def test_spurious_batch_semantics():
     assert torch.allclose(xb2[:, 1], (1 - gamma2).reshape(-1, 1, 1) * x[sc.partners, 0], atol=1e-5)
     # resample mode: partners change, always from the paired class
     sr = SpuriousChannels(x, y, 6, seed=1, partner="resample")
-    a, b = sr._draw_partners(idx, torch.Generator().manual_seed(0)), sr._draw_partners(idx, torch.Generator().manual_seed(1))
+    a = sr._draw_partners(idx, torch.Generator().manual_seed(0))
+    b = sr._draw_partners(idx, torch.Generator().manual_seed(1))
     assert not torch.equal(a, b) and torch.equal(y[a], sr.sigma[y]) and torch.equal(y[b], sr.sigma[y])
 
 

@@ -18,7 +18,8 @@ from featlab.errors import DataError
 
 
 def idx_bytes(arr: np.ndarray) -> bytes:
-    return bytes([0, 0, 8, arr.ndim]) + b"".join(struct.pack(">I", s) for s in arr.shape) + arr.astype(np.uint8).tobytes()
+    header = bytes([0, 0, 8, arr.ndim]) + b"".join(struct.pack(">I", s) for s in arr.shape)
+    return header + arr.astype(np.uint8).tobytes()
 
 
 def make_mnist(root, monkeypatch, name="mnist", gz=True, n=(12, 6)):
@@ -47,7 +48,7 @@ def make_mnist(root, monkeypatch, name="mnist", gz=True, n=(12, 6)):
 
 def cifar_pickle(n, label_key, seed):
     rng = np.random.default_rng(seed)
-    d = {"batch_label": "testing batch", label_key: list(rng.integers(0, 10, n).tolist()),
+    d = {"batch_label": "testing batch", label_key: [(j + n * seed) % 10 for j in range(n)],  # every class
          "data": rng.integers(0, 256, (n, 3072)).astype(np.uint8), "filenames": [f"f{i}.png" for i in range(n)]}
     return pickle.dumps(d, protocol=2)
 

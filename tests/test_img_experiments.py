@@ -141,3 +141,30 @@ def test_embed_without_open_clip_is_exit_2(tmp_path, capsys):
     assert main(["embed", "--root", str(tmp_path), "--out", str(tmp_path / "e.npz")]) == 2
     assert "pip install open_clip_torch" in capsys.readouterr().err
     assert not (tmp_path / "e.npz").exists()
+
+
+def test_paper_presets_run_on_cifar_files(out, tmp_path, monkeypatch):
+    """The paper code paths (ResNet-18, 6-channel CIFAR, crop+flip, paper markers) on tiny CIFAR-format files."""
+    from test_img_data import make_cifar
+
+    make_cifar(tmp_path, monkeypatch)
+    rec = featlab.run("mm-spurious-cifar10", "paper", out=out, quiet=True, data_root=str(tmp_path), seeds=1,
+                      epochs=1, width=2, batch_size=10, device="cpu")
+    assert rec.ok and {"mm.table1_mixup", "mm.mixup_below_erm"} <= {c["id"] for c in rec.claims}
+    rec = featlab.run("fa-resnet-cifar10", "paper", out=out, quiet=True, data_root=str(tmp_path), epochs=1, width=2,
+                      batch_size=10, n_attack=4, pgd_steps=2, device="cpu")
+    assert rec.ok and rec.config["augment"] and "fa.deep_binary_clean" in {c["id"] for c in rec.claims}
+    assert rec.summary["metrics"]["binary.robust_acc@0.8"] <= rec.summary["metrics"]["binary.robust_acc@0"]
+
+
+def test_augment_is_a_crop_and_flip():
+    from featlab.experiments.images import _augment
+
+    x = torch.arange(2 * 3 * 8 * 8, dtype=torch.float32).reshape(2, 3, 8, 8) + 1
+    y = _augment(x, torch.Generator().manual_seed(0), pad=2)
+    assert y.shape == x.shape
+    for i in range(2):  # every output is a (possibly flipped) window of the zero-padded image
+        xp = torch.nn.functional.pad(x[i], (2, 2, 2, 2))
+        hits = [(dy, dx, f) for dy in range(5) for dx in range(5) for f in (False, True)
+                if torch.equal((xp[:, dy:dy + 8, dx:dx + 8].flip(-1) if f else xp[:, dy:dy + 8, dx:dx + 8]), y[i])]
+        assert hits

@@ -58,3 +58,14 @@ def test_linear_claims_at_quick_scale(tmp_path):
     assert rec.status == "complete"
     failed = [c["id"] for c in rec.claims if not c["holds"]]
     assert not failed, failed
+
+
+def test_reduced_simulation_runs_at_theory_scale_d():
+    # d = 10^12 (the theory's k^20 at k = 4): the cost does not depend on d, only the init scale 1/√d does
+    cfg = MultiViewConfig(k=4, d=10**12, N=12, P=5, m=2, steps=5, probe_every=5, n_test_per_class=5, seeds=2)
+    dist, tr, te = _data(cfg, cfg.seed_list())
+    net, res, _ = fit("midpoint", cfg, cfg.seed_list(), torch.float64, dist, tr, te)
+    assert res.status == "complete"
+    assert net.W.shape == (2, 8, 8)  # (E, k·m, 2k): no d axis
+    assert 0.5e-6 < float(net.W.detach().std()) < 2e-6
+    assert torch.isfinite(torch.tensor(res.frame().value.to_numpy())).all()

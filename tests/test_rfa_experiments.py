@@ -85,8 +85,10 @@ def test_fig2_short_horizon(out):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("exp", ["rfa-theorem1", "rfa-amplification", "rfa-fig1", "rfa-fig2"])
-def test_quick_preset_claims(exp, out):
-    rec = run(exp, "quick", out=out, quiet=True)
+@pytest.mark.parametrize("exp,preset", [("rfa-theorem1", "quick"), ("rfa-amplification", "quick"),
+                                        ("rfa-fig1", "quick"), ("rfa-fig2", "cpu-long")])
+def test_preset_claims(exp, preset, out):
+    # rfa-fig2's quick preset (3·10⁴ steps) fits only 40% of the noisy points in the n ≫ d regime; cpu-long does
+    rec = run(exp, preset, out=out, quiet=True)
     assert rec.status == "complete"
     assert all(c["holds"] for c in rec.claims), [c for c in rec.claims if not c["holds"]]

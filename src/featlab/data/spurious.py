@@ -51,7 +51,8 @@ class SpuriousChannels(torch.utils.data.Dataset):
             raise ConfigError(f"SpuriousChannels needs images (N, C, H, W) and labels (N,); got {tuple(x.shape)} "
                               f"and {tuple(y.shape)}")
         if partner not in ("fixed", "resample"):
-            raise ConfigError(f"the 'partner' option of SpuriousChannels must be 'fixed' or 'resample'; got {partner!r}")
+            raise ConfigError(f"the 'partner' option of SpuriousChannels must be 'fixed' or 'resample'; "
+                              f"got {partner!r}")
         self.x, self.y = x, y.long()
         self.k = int(num_classes if num_classes is not None else int(self.y.max()) + 1)
         g = make_generator(seed, "spurious/pairing")

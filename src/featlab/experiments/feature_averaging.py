@@ -58,7 +58,8 @@ class FASyntheticConfig(ExperimentConfig):
     pairwise_cos: float = Field(0.0, ge=0, lt=1, description="cos(μ_i, μ_j) for near-orthogonal centres (Fig 9)")
     norm_scales: list[float] | None = Field(None, description="‖μ_j‖ = √d·scale_j (unequal norms); default all 1")
     shared_data: bool = Field(False, description="all seeds use seed 0's centres and data (only init differs)")
-    radii: list[float] = Field(list(map(float, range(0, 59, 2))), description="ℓ2 radii (Fig 3 axis: 0:2:58)")
+    radii: list[float] | None = Field(None, description="ℓ2 radii; default: Fig 3's axis 0:2:58 scaled by "
+                                      "√(d/3072), so the theory's radii √(d/k), √(d/2) stay inside for any d")
     pgd_steps: int = Field(50, ge=1, description="PGD iterations per radius")
     pgd_step_factor: float = Field(2.5, gt=0, description="PGD step size = factor·δ/steps")
     pgd_random_start: bool = Field(True, description="start PGD uniformly in the ball")
@@ -79,9 +80,16 @@ class FASyntheticConfig(ExperimentConfig):
         if self.norm_scales is not None:
             check(len(self.norm_scales) == self.k and all(s > 0 for s in self.norm_scales), "norm_scales",
                   f"must hold k={self.k} positive numbers")
-        check(len(self.radii) > 0 and all(r >= 0 for r in self.radii), "radii",
-              "must be a non-empty list of radii >= 0", "e.g. radii=[0,10,20]")
+        if self.radii is not None:
+            check(len(self.radii) > 0 and all(r >= 0 for r in self.radii), "radii",
+                  "must be a non-empty list of radii >= 0", "e.g. radii=[0,10,20]")
         return self
+
+    def radius_grid(self) -> list[float]:
+        if self.radii is not None:
+            return list(self.radii)
+        step = 2.0 * (self.d / 3072) ** 0.5
+        return [round(i * step, 3) for i in range(30)]
 
     def positive_set(self) -> list[int]:
         return list(self.positive) if self.positive is not None else list(range(1, self.k // 2 + 1))
@@ -250,7 +258,7 @@ def fa_synthetic(ctx) -> None:
     rel46 = ctx.metric("binary.thm46_relative", t46["estimate"] / t46["scale"])
 
     # ---- Fig 3 left: robust accuracy vs radius (PGD and the averaged-direction attack)
-    radii = list(cfg.radii)
+    radii = cfg.radius_grid()
     bar = progress_bar(2 * len(radii), "PGD radii")
     gen = generator(seeds[0], "attack")
     kw = dict(steps=cfg.pgd_steps, step_size_factor=cfg.pgd_step_factor, random_start=cfg.pgd_random_start,

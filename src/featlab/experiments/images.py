@@ -112,6 +112,15 @@ class _threads:
         torch.set_num_threads(self.old)
 
 
+def _drop_checkpoints(ck: Path) -> None:
+    """Remove a completed run's checkpoints (and the .checkpoints folder once it is empty)."""
+    shutil.rmtree(ck, ignore_errors=True)
+    try:
+        ck.parent.rmdir()
+    except OSError:
+        pass
+
+
 def _mean_std(v: list[float]) -> tuple[float, float]:
     a = np.asarray(v, dtype=float)
     return float(a.mean()), float(a.std())  # population std (ddof = 0), as the papers' code
@@ -230,7 +239,9 @@ def _run_mm_spurious(ctx) -> None:
     ctx.note(f"Table 1 ({cfg.dataset}, {len(ctx.seeds)} runs, {cfg.epochs} epochs): final test error (%) on the "
              f"zero-concatenated test set\n" + table(rows, ["model", "ours", "paper"], [15, 16, 12]))
 
-    # ---- Fig 2
+    # ---- Fig 1 (the data modification) and Fig 2
+    ctx.figure(_fig1(data, SpuriousChannels(data.x_train, data.y_train, k, seed=ctx.seeds[0], partner=cfg.partner)),
+               f"fig1_{cfg.dataset}_spurious_examples")
     ctx.figure(_fig2(cfg, curves, paper, len(ctx.seeds)), f"fig2_{cfg.dataset}_error_curves")
 
     # ---- claims
@@ -249,7 +260,31 @@ def _run_mm_spurious(ctx) -> None:
             ctx.claim(f"mm.table1_{m}", f"{METHOD_LABEL[m]}: final test error matches Table 1 ({paper[m][0]}%)",
                       "Table 1", round(ours, 2), f"within 3 pp of {paper[m][0]}", abs(ours - paper[m][0]) <= 3.0)
     if not cfg.keep_checkpoints:
-        shutil.rmtree(ck, ignore_errors=True)
+        _drop_checkpoints(ck)
+
+
+def _fig1(data: ImageData, sc: SpuriousChannels, n: int = 4):
+    """MM Fig 1: training images next to their concatenated partner from the paired class (raw pixels, γ shown)."""
+    import matplotlib.pyplot as plt
+
+    g = torch.Generator().manual_seed(0)
+    idx = torch.randperm(len(sc), generator=g)[:n]
+    xb, _ = sc.batch(idx, g)
+    C = data.x_train.shape[1]
+    fig, axes = plt.subplots(2, n, figsize=(2.2 * n, 4.6))
+    for j, i in enumerate(idx.tolist()):
+        gamma = float(xb[j, :C].sum() / data.x_train[i].sum().clamp_min(1e-12))
+        for row, (img, title) in enumerate((
+                (xb[j, :C], f"class {data.classes[int(data.y_train[i])]}: γ·x (γ={gamma:.2f})"),
+                (xb[j, C:], f"class {data.classes[int(sc.sigma[data.y_train[i]])]}: (1−γ)·x'"))):
+            im = img.permute(1, 2, 0).clamp(0, 1).numpy()
+            axes[row, j].imshow(im[..., 0] if C == 1 else im, cmap="gray" if C == 1 else None, vmin=0, vmax=1)
+            axes[row, j].set_title(title, fontsize=7)
+            axes[row, j].axis("off")
+    fig.suptitle("Fig 1: each training image (top) is concatenated along channels with an image of its paired "
+                 "class (bottom)", fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def _fig2(cfg, curves, paper, runs):
@@ -268,7 +303,8 @@ def _fig2(cfg, curves, paper, runs):
             ax.plot([cfg.epochs], [paper[m][0] / 100], marker="o", mfc="none", color=METHOD_COLOR[m], ms=7,
                     ls="none", label=f"{METHOD_LABEL[m]} (paper, Table 1)")
     name = {"digits": "Digits 8×8", "fashionmnist": "FMNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
-    ax.set_title(f"Error Curves, {name[cfg.dataset]} (2 Features, {cfg.optimizer.capitalize()}, {runs} Runs; "
+    smoke = "SMOKE TEST (pipeline check, not a result): " if cfg.smoke else ""
+    ax.set_title(f"{smoke}Error Curves, {name[cfg.dataset]} (2 Features, {cfg.optimizer.capitalize()}, {runs} Runs; "
                  f"{cfg.model}, ±1 std)", fontsize=10)
     ax.set_xlabel("Epochs")
     ax.set_ylabel("Test Error")
@@ -278,7 +314,7 @@ def _fig2(cfg, curves, paper, runs):
     return fig
 
 
-MM_REF = "Table 1, Fig 2 (§5)"
+MM_REF = "Table 1, Figs 1-2 (§5)"
 MM_SUMMARY = "spurious-channel benchmark: Uniform and Midpoint Mixup end below ERM's test error"
 
 experiment("mm-spurious-digits", paper="midpoint-mixup", reference=MM_REF + " on 8×8 digits",
@@ -423,7 +459,8 @@ def _run_fa_resnet(ctx) -> None:
              color=plots.RED, paper=(paper[0], paper[2]) if paper else None),
         dict(label=f"{k}-class labels (PGD)", mean=A["multiclass"].mean(0), std=A["multiclass"].std(0, correction=0),
              color=plots.BLUE, paper=(paper[0], paper[1]) if paper else None)], [],
-        f"Robust test accuracy, {name[cfg.dataset]} ({len(ctx.seeds)} seeds, ±1 std)"),
+        f"{'SMOKE TEST: ' if cfg.smoke else ''}Robust test accuracy, {name[cfg.dataset]} ({len(ctx.seeds)} seeds, "
+        f"±1 std)"),
         f"fig3_{cfg.dataset}_robustness")
 
     # ---- claims (FA §6.2: "models trained with 10-class labels have higher robust test accuracy ... in all
@@ -433,7 +470,7 @@ def _run_fa_resnet(ctx) -> None:
     if cfg.smoke:
         ctx.note("smoke preset: the pipeline on digits for a few epochs; no claims (run --preset paper with the data)")
         if not cfg.keep_checkpoints:
-            shutil.rmtree(ck, ignore_errors=True)
+            _drop_checkpoints(ck)
         return
     ctx.claim("fa.deep_kclass_more_robust", f"{k}-class training: higher mean robust accuracy over the radius grid",
               "Fig 3, §6.2", round(100 * (auc10 - auc2), 2), "> 0 pp (10-class − 2-class)", auc10 > auc2)
@@ -447,7 +484,7 @@ def _run_fa_resnet(ctx) -> None:
             ctx.claim(f"fa.deep_{h}_clean", f"{h} model's clean binary test accuracy as in Fig 3 ({pv}%)", "Fig 3",
                       round(c, 2), f">= {pv - 1:.1f}", c >= pv - 1)
     if not cfg.keep_checkpoints:
-        shutil.rmtree(ck, ignore_errors=True)
+        _drop_checkpoints(ck)
 
 
 FA_REF = "Fig 3 middle/right (§6.2)"
@@ -463,7 +500,8 @@ experiment("fa-resnet-digits", paper="feature-averaging", reference=FA_REF + " o
            summary=FA_SUMMARY + " (8×8 digits, small CNN, CPU)", config=FAResNetConfig,
            presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 16, "seeds": 3, "epochs": 30,
                               "batch_size": 128, "optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "cpu_threads": 1,
-                              "weight_decay": 5e-4, "schedule": "cosine", "radii": DIGITS_RADII},
+                              "weight_decay": 5e-4, "schedule": "cosine",
+                              "radii": DIGITS_RADII[::2], "n_attack": 300},
                     "paper": {"dataset": "digits", "model": "smallcnn", "width": 32, "seeds": 5, "epochs": 100,
                               "batch_size": 128, "optimizer": "sgd", "lr": 0.05, "momentum": 0.9,
                               "weight_decay": 5e-4, "schedule": "cosine", "radii": DIGITS_RADII}}
@@ -472,7 +510,8 @@ for _name, _p in (("fa-resnet-mnist", FA_MNIST), ("fa-resnet-cifar10", FA_CIFAR)
     experiment(_name, paper="feature-averaging", reference=FA_REF, summary=FA_SUMMARY + f" ({_p['dataset']})",
                config=FAResNetConfig,
                presets={"paper": dict(_p), "quick": {**_p, "dataset": "digits", "smoke": True, "model": "smallcnn",
-                                                     "width": 16, "epochs": 3, "lr": 0.05, "augment": False, "cpu_threads": 1,
+                                                     "width": 16, "epochs": 8, "batch_size": 64, "lr": 0.05, "augment": False,
+                                                     "cpu_threads": 1,
                                                      "n_attack": 200, "pgd_steps": 5}})(run_fa_resnet)
 
 
@@ -497,7 +536,8 @@ class FAEmbeddingsConfig(ExperimentConfig):
     @model_validator(mode="after")
     def _ok(self):
         check(self.width % 2 == 0 and (self.width // 2) % self.h == 0, "width",
-              f"must be even with width/2 a multiple of h={self.h} (groups of h neurons per class)", "e.g. width=30 h=3")
+              f"must be even with width/2 a multiple of h={self.h} (groups of h neurons per class)",
+              "e.g. width=30 h=3")
         check(len(set(self.positive)) == len(self.positive) > 0, "positive", "must list distinct classes")
         return self
 
@@ -521,7 +561,8 @@ def load_embeddings(path: str, labels_file: str | None = None):
         elif p.suffix == ".npy":
             z = np.load(p, allow_pickle=False)
             if labels_file is None or not Path(labels_file).is_file():
-                raise DataError(f"{str(p)!r} is a bare array: pass labels_file=<labels .npy> (missing: {labels_file!r})")
+                raise DataError(f"{str(p)!r} is a bare array: pass labels_file=<labels .npy> "
+                                f"(missing: {labels_file!r})")
             y = np.load(labels_file, allow_pickle=False)
         elif p.suffix == ".parquet":
             import pandas as pd

@@ -30,7 +30,7 @@ from ..nn.twolayer import EnsembleTwoLayer, block_readout
 from ..probes import feature_test as ft
 from ..report import plots_mm
 from ..train.loop import train
-from ..train.midpoint import (beta_entropy, cross_class_fraction, erm_loss, midpoint_all_pairs_loss,
+from ..train.midpoint import (beta_entropy, erm_loss, midpoint_all_pairs_loss,
                               mixup_all_pairs_loss, mixup_infimum, mixup_sampled_loss, sample_beta,
                               sample_partners)
 from ..utils import generator
@@ -343,7 +343,7 @@ def beta_nodes(a: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     summary="linear regime: only equal feature correlations minimise J_MM; Beta Mixup keeps a gap; Midpoint "
             "gradients keep pushing the lagging feature, ERM's vanish",
     config=LinearConfig,
-    presets={"quick": {}, "paper": {"N": 600, "grad_ks": [10, 20, 40], "grad_points_per_class": 40}})
+    presets={"quick": {}, "paper": {"N": 500, "seeds": 3, "grad_ks": [10, 20, 40], "grad_points_per_class": 25}})
 def mm_linear(ctx) -> None:
     cfg: LinearConfig = ctx.cfg
     seeds, dtype, k = ctx.seeds, ctx.dtype, cfg.k

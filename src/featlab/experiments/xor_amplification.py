@@ -457,6 +457,8 @@ def rfa_amplification(ctx) -> None:
     W0 = net.W.detach().clone()
     J = amp.neuron_sets(W0, net.A, dist.mu, cfg.C0)  # Lemma 4
     ctx.metric("J_share", J.sum((1, 2)).to(dtype) / cfg.m)
+    for k, name in enumerate(("+mu1", "-mu1", "+mu2", "-mu2")):  # Lemma 4: |J_µ| ≥ (m/4)(1 − 1/C0)²
+        ctx.metric(f"J_{name}.share", J[:, k].sum(-1).to(dtype) / cfg.m)
     with torch.no_grad():
         score0 = net(tr.x)
     store: dict[int, torch.Tensor] = {}

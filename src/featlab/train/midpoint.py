@@ -45,7 +45,6 @@ def erm_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None 
 def _mm_chunk(model, H, y, iu, ju, w, mult):
     Hp = (H[:, iu] + H[:, ju]) / 2  # pre-activations of z_ij = (x_i + x_j)/2
     logp = logits_from_preact(model, Hp, mult).log_softmax(-1)  # (E, c, k)
-    E = logp.shape[0]
     li = logp.gather(-1, y[:, iu, None]).squeeze(-1)
     lj = logp.gather(-1, y[:, ju, None]).squeeze(-1)
     return ((li + lj) * w).sum(-1)
@@ -82,6 +81,16 @@ def naive_midpoint_loss(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor
     yj = y[:, None, :].expand(E, N, N)
     li = logp.gather(-1, yi[..., None]).squeeze(-1)
     lj = logp.gather(-1, yj[..., None]).squeeze(-1)
+    return -(li + lj).sum((1, 2)) / (2 * N * N)
+
+
+def naive_midpoint_loss_merged(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None) -> torch.Tensor:
+    """As :func:`naive_midpoint_loss` (materialised midpoints) on patch-merged inputs with multiplicities."""
+    E, N = y.shape
+    z = (x[:, :, None] + x[:, None, :]) / 2
+    logp = patch_logits(model, z.reshape(E, N * N, *x.shape[2:]), mult).log_softmax(-1).reshape(E, N, N, -1)
+    li = logp.gather(-1, y[:, :, None, None].expand(E, N, N, 1)).squeeze(-1)
+    lj = logp.gather(-1, y[:, None, :, None].expand(E, N, N, 1)).squeeze(-1)
     return -(li + lj).sum((1, 2)) / (2 * N * N)
 
 
