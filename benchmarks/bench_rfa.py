@@ -18,8 +18,8 @@ import time
 import torch
 from torch import nn
 
-from featlab.data.xor import XORClusterDistribution, rfa_readout
-from featlab.experiments.xor_amplification import make_net
+from featlab.data.xor import XORClusterDistribution
+from featlab.experiments.xor_amplification import Fig2Config, make_net
 from featlab.train.loop import train
 from featlab.train.objectives import logistic
 
@@ -73,8 +73,6 @@ def main() -> None:
         n, d, m = SIZES[a.sizes][name]
         dist = XORClusterDistribution.create(seeds, d, d**-0.6, 0.15, noise="exact", means="axis")
         tr = dist.sample(n, seeds)
-        from featlab.experiments.xor_amplification import Fig2Config
-
         cfg = Fig2Config(m=m)
         net = make_net(cfg, seeds, torch.float32, d=d)
         W0 = net.W.detach().clone()
