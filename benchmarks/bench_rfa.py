@@ -24,7 +24,8 @@ from featlab.train.loop import train
 from featlab.train.objectives import logistic
 
 # (n, d, m) of the rfa-fig2 presets' regimes
-SIZES = {"paper": {"low": (2000, 50, 400), "high": (100, 2000, 400)},
+SIZES = {"paper": {"low": (100, 10, 400), "high": (100, 2000, 400)},
+         "large": {"low": (2000, 50, 400), "high": (100, 2000, 400)},
          "quick": {"low": (100, 10, 100), "high": (40, 400, 100)}}
 
 

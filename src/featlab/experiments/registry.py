@@ -53,7 +53,9 @@ def _load_all() -> None:
 
 def list_experiments(paper: str | None = None) -> list[Experiment]:
     _load_all()
-    return [e for e in _REGISTRY.values() if paper is None or e.paper == paper]
+    order = list(PAPERS)
+    exps = sorted(_REGISTRY.values(), key=lambda e: order.index(e.paper))  # stable: registration order per paper
+    return [e for e in exps if paper is None or e.paper == paper]
 
 
 def get_experiment(id: str) -> Experiment:
