@@ -38,7 +38,6 @@ def test_replica_i_equals_seed_i_alone():
         assert torch.allclose(net2.W[1], net1.W[0], rtol=1e-12, atol=1e-15), method
 
 
-@pytest.mark.slow
 def test_multiview_claims_at_quick_scale(tmp_path):
     from featlab.experiments.runner import run
 
@@ -50,7 +49,6 @@ def test_multiview_claims_at_quick_scale(tmp_path):
             "midpoint.train_acc", "mixup.train_acc"} <= set(rec.summary["metrics"])
 
 
-@pytest.mark.slow
 def test_linear_claims_at_quick_scale(tmp_path):
     from featlab.experiments.runner import run
 
