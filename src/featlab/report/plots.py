@@ -64,6 +64,6 @@ def robust_curves(radii, curves: list[dict], marks: list[tuple[float, str]], tit
     ax.set_ylim(-2, 102)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     fig.tight_layout()
     return fig
