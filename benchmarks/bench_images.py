@@ -18,7 +18,7 @@ import time
 import torch
 
 from featlab.data.images import load_images
-from featlab.data.spurious import SpuriousChannels
+from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels
 from featlab.nn.smallcnn import SmallCNN
 from featlab.train.image_loop import FitSpec, erm_objective, fit, mixup_objective
 from featlab.train.mixup import Mixup

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from featlab.data.multiview import MultiViewDistribution, compress_patches, embed, orthonormal_features
+from featlab.papers.midpoint_mixup.data import MultiViewDistribution, compress_patches, embed, orthonormal_features
 from featlab.nn.activations import SmoothedReLU
 from featlab.nn.twolayer import EnsembleTwoLayer, block_readout
 from featlab.train import midpoint as mm

@@ -18,8 +18,8 @@ import time
 import torch
 from torch import nn
 
-from featlab.data.xor import XORClusterDistribution
-from featlab.experiments.xor_amplification import Fig2Config, make_net
+from featlab.papers.feature_amplification.data import XORClusterDistribution
+from featlab.papers.feature_amplification.experiments import Fig2Config, make_net
 from featlab.train.loop import train
 from featlab.train.objectives import logistic
 

@@ -3,7 +3,7 @@ import pytest
 from featlab.cli import main
 from featlab.config import parse_overrides
 from featlab.errors import ConfigError
-from featlab.experiments.runner import resolve_config
+from featlab.runs.runner import resolve_config
 
 
 def test_overrides_parse_yaml_scalars_and_lists():

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from featlab.data.spurious import SpuriousChannels, class_pairing
+from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels, class_pairing
 from featlab.errors import ConfigError, FeatlabError
 from featlab.nn.resnet import Normalize, resnet18
 from featlab.nn.smallcnn import SmallCNN

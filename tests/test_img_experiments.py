@@ -8,7 +8,7 @@ import torch
 import featlab
 from featlab.cli import main
 from featlab.data.images import load_images
-from featlab.experiments.images import load_embeddings
+from featlab.papers.images_tmp import load_embeddings
 from featlab.errors import DataError
 
 TINY_MM = dict(seeds=2, epochs=2, width=4, batch_size=200)
@@ -158,7 +158,7 @@ def test_paper_presets_run_on_cifar_files(out, tmp_path, monkeypatch):
 
 
 def test_augment_is_a_crop_and_flip():
-    from featlab.experiments.images import _augment
+    from featlab.papers.images_tmp import _augment
 
     x = torch.arange(2 * 3 * 8 * 8, dtype=torch.float32).reshape(2, 3, 8, 8) + 1
     y = _augment(x, torch.Generator().manual_seed(0), pad=2)

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from featlab.data.multiview import (LinearMultiView, MultiViewDistribution, compress_patches, embed,
+from featlab.papers.midpoint_mixup.data import (LinearMultiView, MultiViewDistribution, compress_patches, embed,
                                     orthonormal_features)
 from featlab.nn.activations import SmoothedReLU, smoothed_relu, smoothed_relu_grad
 from featlab.nn.twolayer import EnsembleTwoLayer, block_readout
@@ -164,7 +164,7 @@ class _Oracle:
 
 @pytest.mark.parametrize("a", [0.5, 1.0, 2.0, 8.0])
 def test_mixup_infimum_closed_form(a):
-    from featlab.experiments.midpoint_mixup import beta_nodes
+    from featlab.papers.midpoint_mixup.synthetic import beta_nodes
 
     k = 5
     y = torch.randint(k, (2, 30), generator=torch.Generator().manual_seed(1))
@@ -177,7 +177,7 @@ def test_mixup_infimum_closed_form(a):
 
 
 def test_midpoint_infimum_is_log2_on_cross_pairs_and_lemma32():
-    from featlab.experiments.midpoint_mixup import diagonal_weights, linear_model
+    from featlab.papers.midpoint_mixup.synthetic import diagonal_weights, linear_model
 
     k = 6
     b = LinearMultiView(k).sample(120, [0])
@@ -223,7 +223,7 @@ def test_reduced_simulation_equals_full(method):
 
 # ------------------------------------------------------------------------------------------ Def 4.5 probe
 def test_feature_test_and_correlation_stats_on_a_planted_model():
-    from featlab.probes import feature_test as ft
+    from featlab.papers.midpoint_mixup import feature_test as ft
 
     k, m = 4, 2
     dist = small_dist(k=k, P=6, C_P=1, delta3=0.001, delta4=0.001)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from featlab.cli import main
-from featlab.experiments.midpoint_mixup import MultiViewConfig, _data, fit
+from featlab.papers.midpoint_mixup.synthetic import MultiViewConfig, _data, fit
 
 
 @pytest.mark.parametrize("exp,override,field", [
@@ -39,7 +39,7 @@ def test_replica_i_equals_seed_i_alone():
 
 
 def test_multiview_claims_at_quick_scale(tmp_path):
-    from featlab.experiments.runner import run
+    from featlab.runs.runner import run
 
     rec = run("mm-multiview", "quick", out=tmp_path, force=True)
     assert rec.status == "complete"
@@ -50,7 +50,7 @@ def test_multiview_claims_at_quick_scale(tmp_path):
 
 
 def test_linear_claims_at_quick_scale(tmp_path):
-    from featlab.experiments.runner import run
+    from featlab.runs.runner import run
 
     rec = run("mm-linear", "quick", out=tmp_path, force=True)
     assert rec.status == "complete"

@@ -1,7 +1,7 @@
 import torch
 
-from featlab.data.clusters import MultiClusterDistribution
-from featlab.experiments.feature_averaging import FASyntheticConfig, fit_binary, fit_kclass, make_data
+from featlab.papers.feature_averaging.data import MultiClusterDistribution
+from featlab.papers.feature_averaging.synthetic import FASyntheticConfig, fit_binary, fit_kclass, make_data
 from featlab.nn.twolayer import (EnsembleTwoLayer, binary_readout, block_readout, logit_margin_readout, relu,
                                  signed_readout)
 from featlab.train.objectives import cross_entropy, logistic

@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from featlab.data.clusters import MultiClusterDistribution
-from featlab.nn import reference
+from featlab.papers.feature_averaging.data import MultiClusterDistribution
+from featlab.papers.feature_averaging import reference
 from featlab.nn.twolayer import logit_margin_readout, sign_prediction
-from featlab.probes import alignment as al
+from featlab.papers.feature_averaging import measures as al
 from featlab.probes.robustness import (correct, critical_radius, direction_attack, pgd_l2, random_in_ball,
                                        robust_accuracy_curve)
 

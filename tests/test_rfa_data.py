@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from featlab.data.xor import CLEAN_LABEL, XORClusterDistribution, f_star, rfa_readout
+from featlab.papers.feature_amplification.data import CLEAN_LABEL, XORClusterDistribution, f_star, rfa_readout
 
 
 @pytest.mark.parametrize("law", ["gaussian", "uniform", "laplace"])

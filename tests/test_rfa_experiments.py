@@ -3,7 +3,7 @@
 import pytest
 
 from featlab.cli import main
-from featlab.experiments.runner import run
+from featlab.runs.runner import run
 
 
 def _claims(rec):

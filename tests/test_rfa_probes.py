@@ -5,9 +5,9 @@ import math
 
 import torch
 
-from featlab.data.xor import XORClusterDistribution
-from featlab.experiments.xor_amplification import Theorem1Config, _theorem1_run, gd, make_net
-from featlab.probes import amplification as amp
+from featlab.papers.feature_amplification.data import XORClusterDistribution
+from featlab.papers.feature_amplification.experiments import Theorem1Config, _theorem1_run, gd, make_net
+from featlab.papers.feature_amplification import lemmas as amp
 
 
 def _setup(seeds, d=300, n=200, m=40, sigma=1e-4, omega=1e-6, eta=0.1, dtype=torch.float64):

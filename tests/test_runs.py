@@ -8,7 +8,7 @@ import yaml
 
 import featlab
 from featlab.cli import main
-from featlab.experiments.registry import get_experiment
+from featlab.runs.registry import get_experiment
 
 TINY = dict(seeds=2, k=4, d=32, m=2, n=80, n_test=40, T=10, eta=0.05, radii=[0, 2, 4], pgd_steps=3,
             thm46_starts=2, thm46_steps=2)

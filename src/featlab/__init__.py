@@ -11,8 +11,8 @@ models), :mod:`featlab.train` (objectives, the trainer), :mod:`featlab.probes` (
 __version__ = "0.1.0"
 
 from .errors import ConfigError, DataError, FeatlabError  # noqa: E402
-from .experiments.registry import get_experiment, list_experiments  # noqa: E402
-from .experiments.runner import run  # noqa: E402
+from .runs.registry import get_experiment, list_experiments  # noqa: E402
+from .runs.runner import run  # noqa: E402
 from .runs.store import load_run  # noqa: E402
 
 __all__ = ["run", "load_run", "get_experiment", "list_experiments", "FeatlabError", "ConfigError", "DataError",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from .config import parse_overrides
 from .errors import FeatlabError
-from .experiments.registry import PAPERS, list_experiments
-from .experiments.runner import run
+from .runs.registry import list_experiments, papers
+from .runs.runner import run
 from .report.tables import claims_table, run_report, table
 from .runs.store import load_run
 
@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("run_dir")
 
     rp = sub.add_parser("reproduce", help="every experiment of a paper, then one table of all claims")
-    rp.add_argument("paper", nargs="?", default="all", choices=[*PAPERS, "all"])
+    rp.add_argument("paper", nargs="?", default="all", choices=[*papers(), "all"])
     _common(rp)
 
     d = sub.add_parser("data", help="image datasets: 'featlab data check [--root DIR]' lists what is present and valid")
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return cmd_data_check(args)
         if args.cmd == "embed":
-            from .experiments.images import cmd_embed
+            from .papers.images_tmp import cmd_embed
 
             return cmd_embed(args)
         return cmd_reproduce(args)

@@ -24,3 +24,15 @@ class DataError(FeatlabError):
 
 class RunRecordError(FeatlabError):
     """A run directory is missing, incomplete or unreadable."""
+
+
+class TrainingDiverged(Exception):
+    """A training run's loss became non-finite. Not a user error: the runner turns it into a failed run record
+    (status "failed", the message, and the measurements made until then), so the run is kept, not lost.
+
+    ``frame``: the (seed, step, metric, value) rows recorded before the divergence, or None.
+    """
+
+    def __init__(self, message: str, frame=None):
+        super().__init__(message)
+        self.frame = frame

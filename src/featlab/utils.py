@@ -1,8 +1,9 @@
-"""Small shared helpers: per-replica random generators, dtype/device resolution."""
+"""Small shared helpers: per-replica random generators, the replica description, dtype/device, threads."""
 
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 
 import torch
 
@@ -33,3 +34,48 @@ def per_replica(seeds: list[int], role: str, fn, *, device=None, dtype=None) -> 
     """
     out = torch.stack([fn(generator(s, role)) for s in seeds])
     return out.to(device=device, dtype=dtype) if (device is not None or dtype is not None) else out
+
+
+class Replicas(tuple):
+    """The E replicas of one batched computation: replica i trains seed ``seeds[i]`` and, when the replicas also
+    differ in a setting (a learning rate, a noise rate, a scale), carries ``labels[i]``, the metric prefix that
+    names that setting (e.g. ``"eta=0.1."``).
+
+    Data, models and trainers all take it (it is a tuple of the seeds, so code that wants seeds just iterates);
+    the trainer writes each replica's rows under its own seed and label, so no caller re-derives E or relabels.
+    """
+
+    labels: tuple[str, ...]
+
+    def __new__(cls, seeds, labels=None, values=None):
+        self = super().__new__(cls, (int(s) for s in seeds))
+        self.labels = tuple(labels) if labels is not None else ("",) * len(self)
+        self.values = list(values) if values is not None else None  # the varied setting per replica, if any
+        if len(self.labels) != len(self):
+            raise ValueError(f"Replicas: {len(self)} seeds but {len(self.labels)} labels")
+        return self
+
+    @classmethod
+    def grid(cls, values, seeds, label) -> "Replicas":
+        """(value, seed) for every value and seed, value-major; ``label(value)`` → metric prefix. ``.values``."""
+        pairs = [(v, s) for v in values for s in seeds]
+        return cls([s for _, s in pairs], [label(v) for v, _ in pairs], [v for v, _ in pairs])
+
+    @property
+    def E(self) -> int:
+        return len(self)
+
+    def __reduce__(self):  # picklable for Ray / multiprocessing
+        return (Replicas, (tuple(self), self.labels, self.values))
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Run a block with n torch intra-op threads (None or 0 = leave as is), restoring the previous count."""
+    old = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)

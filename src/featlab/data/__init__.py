@@ -1,4 +1,6 @@
-from .base import Batch
-from .clusters import MultiClusterDistribution, orthogonal_centres
+"""Paper-free data plumbing: the replica-batched :class:`Batch`, checksummed image-dataset readers."""
 
-__all__ = ["Batch", "MultiClusterDistribution", "orthogonal_centres"]
+from .base import Batch
+from .images import ImageData, load_images
+
+__all__ = ["Batch", "ImageData", "load_images"]

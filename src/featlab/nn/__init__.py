@@ -1,4 +1,6 @@
-from .twolayer import EnsembleTwoLayer, binary_readout, logit_margin_readout, relu
-from . import reference
+"""Models: replica-batched two-layer networks with every read-out, activations, image networks."""
 
-__all__ = ["EnsembleTwoLayer", "binary_readout", "logit_margin_readout", "relu", "reference"]
+from .activations import SmoothedReLU, smoothed_relu
+from .twolayer import EnsembleTwoLayer, binary_readout, logit_margin_readout, relu
+
+__all__ = ["EnsembleTwoLayer", "binary_readout", "logit_margin_readout", "relu", "SmoothedReLU", "smoothed_relu"]

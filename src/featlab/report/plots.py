@@ -1,12 +1,23 @@
-"""Figures in the papers' form. Each function returns a matplotlib Figure; RunContext.figure saves it."""
+"""Shared figure style and helpers. Every figure is a ``matplotlib.figure.Figure`` built without pyplot, so
+importing featlab never touches matplotlib's global backend (a notebook keeps its own); RunContext.figure saves it.
+"""
 
 from __future__ import annotations
 
 import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+
+def subplots(nrows: int = 1, ncols: int = 1, **kw):
+    """``plt.subplots`` without pyplot: (Figure, axes) with the same ``squeeze``/``sharey``/``figsize`` options."""
+    fig_kw = {k: kw.pop(k) for k in ("figsize", "dpi", "layout") if k in kw}
+    fig = Figure(**fig_kw)
+    return fig, fig.subplots(nrows, ncols, **kw)
+
+
+def get_cmap(name: str):
+    return matplotlib.colormaps[name]
 
 RED, BLUE = "#d62728", "#1f77b4"
 
@@ -26,11 +37,11 @@ def cosine_heatmap(ax, cos: np.ndarray, title: str, row_label: str = "\\mu", col
                 v = cos[i, j]
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6,
                         color="black" if v > lo + 0.6 * (hi - lo) else "white")
-    plt.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
 
 
-def heatmap_panels(panels: list[tuple[np.ndarray, str]], suptitle: str = "") -> plt.Figure:
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.6))
+def heatmap_panels(panels: list[tuple[np.ndarray, str]], suptitle: str = "") -> Figure:
+    fig, axes = subplots(1, len(panels), figsize=(5.2 * len(panels), 4.6))
     axes = np.atleast_1d(axes)
     for ax, (cos, title) in zip(axes, panels):
         cosine_heatmap(ax, cos, title)
@@ -41,13 +52,13 @@ def heatmap_panels(panels: list[tuple[np.ndarray, str]], suptitle: str = "") -> 
 
 
 def robust_curves(radii, curves: list[dict], marks: list[tuple[float, str]], title: str,
-                  xlabel: str = "$\\ell_2$ perturbation radius $\\delta$") -> plt.Figure:
+                  xlabel: str = "$\\ell_2$ perturbation radius $\\delta$") -> Figure:
     """Robust accuracy (%) vs radius (FA Fig 3): each curve {label, mean, std, color, style, [paper]}.
 
     Bands are ±1 std over seeds; ``paper`` is (radii, values) read off the paper's figure, drawn as hollow
     markers; ``marks`` are vertical lines at the theory's radii.
     """
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = subplots(figsize=(6.4, 4.4))
     r = np.asarray(radii)
     for c in curves:
         mean, std = 100 * np.asarray(c["mean"]), 100 * np.asarray(c.get("std", np.zeros_like(c["mean"])))

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..config import parse_overrides
 from ..errors import ConfigError, FeatlabError
-from ..experiments.runner import resolve_config, run
+from .runner import resolve_config, run
 
 
 def grid(items: Iterable[str]) -> list[dict[str, Any]]:

@@ -92,14 +92,18 @@ def progress_bar(total: int, desc: str) -> tqdm:
 
 
 def record(records: list, seeds: list[int], step: int, values: dict[str, torch.Tensor], prefix: str = "") -> None:
-    """Append (seed, step, metric, value) rows for every (E,) tensor in ``values`` (one host sync)."""
+    """Append (seed, step, metric, value) rows for every (E,) tensor in ``values`` (one host sync).
+
+    With :class:`~featlab.utils.Replicas` seeds, replica i's rows are named ``labels[i] + prefix + metric``.
+    """
     if not values:
         return
+    labels = getattr(seeds, "labels", None) or ("",) * len(seeds)
     names = list(values)
     stacked = torch.stack([values[k].detach().reshape(-1).to(torch.float64) for k in names]).cpu().tolist()
     for name, row in zip(names, stacked):
-        for s, v in zip(seeds, row):
-            records.append((s, step, prefix + name, float(v)))
+        for s, lab, v in zip(seeds, labels, row):
+            records.append((s, step, lab + prefix + name, float(v)))
 
 
 def train(params: Iterable[torch.Tensor], loss_fn: Callable[[int], torch.Tensor], steps: int, *,

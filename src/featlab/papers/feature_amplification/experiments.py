@@ -27,14 +27,14 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from ..config import ExperimentConfig, check
-from ..data.xor import XORClusterDistribution, f_star, rfa_readout
-from ..nn.twolayer import EnsembleTwoLayer, sign_prediction
-from ..probes import amplification as amp
-from ..report import plots_rfa
-from ..train.loop import train
-from ..train.objectives import logistic
-from .registry import experiment
+from ...config import ExperimentConfig, check
+from .data import XORClusterDistribution, f_star, rfa_readout
+from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
+from . import lemmas as amp
+from . import plots as plots_rfa
+from ...train.loop import train
+from ...train.objectives import logistic
+from ...runs.registry import experiment
 
 
 # ------------------------------------------------------------------------------------------ configs

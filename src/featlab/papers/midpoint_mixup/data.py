@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..utils import generator, per_replica
-from .base import Batch
+from ...utils import generator, per_replica
+from ...data.base import Batch
 
 
 def feature_index(y: torch.Tensor | int, ell: int) -> torch.Tensor | int:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from ..data.clusters import MultiClusterDistribution
-from .twolayer import EnsembleTwoLayer
+from .data import MultiClusterDistribution
+from ...nn.twolayer import EnsembleTwoLayer
 
 
 def feature_averaging(dist: MultiClusterDistribution, bias: float = 0.0) -> EnsembleTwoLayer:

@@ -41,12 +41,12 @@ from torch import nn
 
 from ..config import ExperimentConfig, check
 from ..data.images import ImageData, load_images
-from ..data.spurious import SpuriousChannels
+from .midpoint_mixup.spurious_data import SpuriousChannels
 from ..errors import DataError
 from ..nn.resnet import Normalize, resnet18
 from ..nn.smallcnn import SmallCNN
 from ..nn.twolayer import EnsembleTwoLayer, block_readout, logit_margin_readout, signed_readout
-from ..probes import alignment as al
+from .feature_averaging import measures as al
 from ..probes.image_robustness import robust_accuracy_images
 from ..report import plots
 from ..report.tables import table
@@ -55,7 +55,7 @@ from ..train.loop import progress_bar, train
 from ..train.mixup import MidpointMixup, Mixup
 from ..train.objectives import cross_entropy, logistic
 from ..utils import generator
-from .registry import experiment
+from ..runs.registry import experiment
 
 # ------------------------------------------------------------------------------------------ paper numbers
 # Midpoint Mixup Table 1: final test error (%) mean over 5 runs; std (pp) from the code's logs.
@@ -265,13 +265,12 @@ def _run_mm_spurious(ctx) -> None:
 
 def _fig1(data: ImageData, sc: SpuriousChannels, n: int = 4):
     """MM Fig 1: training images next to their concatenated partner from the paired class (raw pixels, γ shown)."""
-    import matplotlib.pyplot as plt
 
     g = torch.Generator().manual_seed(0)
     idx = torch.randperm(len(sc), generator=g)[:n]
     xb, _ = sc.batch(idx, g)
     C = data.x_train.shape[1]
-    fig, axes = plt.subplots(2, n, figsize=(2.2 * n, 4.6))
+    fig, axes = subplots(2, n, figsize=(2.2 * n, 4.6))
     for j, i in enumerate(idx.tolist()):
         gamma = float(xb[j, :C].sum() / data.x_train[i].sum().clamp_min(1e-12))
         for row, (img, title) in enumerate((
@@ -288,9 +287,8 @@ def _fig1(data: ImageData, sc: SpuriousChannels, n: int = 4):
 
 
 def _fig2(cfg, curves, paper, runs):
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.2, 5.0))
+    fig, ax = subplots(figsize=(7.2, 5.0))
     for m in ("erm", "midpoint", "mixup"):
         if m not in curves or not curves[m]:
             continue
@@ -696,9 +694,8 @@ def _fa_embeddings(ctx) -> None:
     between = float(torch.from_numpy(corr)[lab[:, None] != lab[None, :]].mean())
     ctx.metric("embeddings.cos_within_class", within)
     ctx.metric("embeddings.cos_between_class", between)
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.2, 5.4))
+    fig, ax = subplots(figsize=(6.2, 5.4))
     im = ax.imshow(corr, cmap="viridis", interpolation="nearest")
     ticks = [int((lab == c).sum()) for c in range(k)]
     edges = np.cumsum([0] + ticks)
@@ -706,7 +703,7 @@ def _fa_embeddings(ctx) -> None:
     ax.set_yticks((edges[:-1] + edges[1:]) / 2, [str(c) for c in range(k)], fontsize=7)
     ax.set_xlabel("class")
     ax.set_ylabel("class")
-    plt.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     ax.set_title(f"Fig 10: cos($z_i, z_j$), {len(sel)} training embeddings ({src}, "
                  f"{'centred' if cfg.center else 'raw'}), ordered by class", fontsize=9)
     fig.tight_layout()

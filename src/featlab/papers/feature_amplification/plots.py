@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import math
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from ...report.plots import Figure, get_cmap, subplots
 import numpy as np  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 
@@ -27,11 +24,11 @@ def _style(ax, title=None, xlabel=None, ylabel=None):
     ax.grid(alpha=0.3)
 
 
-def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> plt.Figure:
+def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> Figure:
     """(a) test error vs η against observed and clean labels, with baselines; (b) the training pattern;
     (c) test error − η vs n."""
     ns_ = {r[0] for r in n_rows}
-    fig, axes = plt.subplots(1, 3 if len(ns_) > 1 else 2, figsize=(15 if len(ns_) > 1 else 10, 4.3))
+    fig, axes = subplots(1, 3 if len(ns_) > 1 else 2, figsize=(15 if len(ns_) > 1 else 10, 4.3))
     e = np.asarray(etas)
 
     def ms(name):
@@ -69,7 +66,7 @@ def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> plt.Figure
         return fig
     ax = axes[2]
     rows = np.array(n_rows, dtype=float)
-    cmap = plt.get_cmap("viridis")
+    cmap = get_cmap("viridis")
     for k, eta in enumerate(etas):
         r = rows[rows[:, 1] == eta]
         r = r[np.argsort(r[:, 0])]
@@ -88,9 +85,9 @@ def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> plt.Figure
     return fig
 
 
-def amplification_figure(f, T, alpha, hist, sweep, title="") -> plt.Figure:
+def amplification_figure(f, T, alpha, hist, sweep, title="") -> Figure:
     """The lemmas' measurements over t, with their thresholds; ρ histograms; ρ(0), ρ(1) vs d."""
-    fig, axes = plt.subplots(2, 4, figsize=(18, 8))
+    fig, axes = subplots(2, 4, figsize=(18, 8))
     g = f.groupby("step")
     t = np.asarray(sorted(f["step"].unique()))
 
@@ -185,9 +182,9 @@ def amplification_figure(f, T, alpha, hist, sweep, title="") -> plt.Figure:
     return fig
 
 
-def boundary_figure(U, V, F, Fs, proj, y, noisy, pred, title="") -> plt.Figure:
+def boundary_figure(U, V, F, Fs, proj, y, noisy, pred, title="") -> Figure:
     """Fig 1: sgn f on the plane x = uµ1 + vµ2 with the training points (projected), beside sgn f*."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.2))
+    fig, axes = subplots(1, 2, figsize=(11, 5.2))
     cmap = ListedColormap(["#c6dbef", "#fcbba1"])  # −1 blue, +1 red
     for ax, Z, name in ((axes[0], F, "network f(x; W^(T))"), (axes[1], Fs, "f*(x) = |<µ1,x>| − |<µ2,x>|")):
         ax.contourf(U, V, (Z > 0).astype(float), levels=[-0.5, 0.5, 1.5], cmap=cmap)
@@ -216,9 +213,9 @@ def boundary_figure(U, V, F, Fs, proj, y, noisy, pred, title="") -> plt.Figure:
     return fig
 
 
-def fig2_figure(curves, T, eta, title="") -> plt.Figure:
+def fig2_figure(curves, T, eta, title="") -> Figure:
     """Fig 2: train / test accuracy vs GD iteration (log axis) in the n ≫ d and d ≫ n regimes."""
-    fig, axes = plt.subplots(1, len(curves), figsize=(6.2 * len(curves), 4.4), squeeze=False)
+    fig, axes = subplots(1, len(curves), figsize=(6.2 * len(curves), 4.4), squeeze=False)
     for ax, (name, (n, d, f)) in zip(axes[0], curves.items()):
         g = f.groupby("step")
         t = np.asarray(g.mean(numeric_only=True).index, dtype=float)

@@ -11,8 +11,9 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ..config import build_config, load_yaml
-from ..runs.store import RunRecord, RunWriter
+from ..errors import TrainingDiverged
 from .context import RunContext
+from .store import RunRecord, RunWriter
 from .registry import get_experiment
 
 
@@ -52,9 +53,12 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     stage = writer.open()
     try:
         writer.write_config(cfg.to_yaml())
-        ctx = RunContext(exp.id, cfg, stage, quiet=quiet)
+        ctx = RunContext(exp.id, cfg, stage, quiet=quiet, declared=exp.claims)
         t0 = time.perf_counter()
-        exp.fn(ctx)
+        try:
+            exp.fn(ctx)
+        except TrainingDiverged as e:  # a scientific outcome: recorded as a failed run, not a crash
+            ctx.fail(str(e))
         elapsed = time.perf_counter() - t0
         frame = pd.concat(ctx.frames, ignore_index=True) if ctx.frames else pd.DataFrame(
             columns=["seed", "step", "metric", "value"])

@@ -6,7 +6,6 @@ the run record. A failed claim is a scientific result, not an error: it is recor
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,24 +13,9 @@ from typing import Any
 import pandas as pd
 import torch
 
+from ..errors import TrainingDiverged
 from ..utils import resolve_device, resolve_dtype
-
-
-@dataclass
-class Claim:
-    id: str
-    statement: str
-    source: str  # the paper's reference, e.g. "Thm 4.5 (2)"
-    measured: float | str
-    threshold: str
-    holds: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        m = self.measured
-        if isinstance(m, float) and not math.isfinite(m):
-            m = str(m)
-        return {"id": self.id, "statement": self.statement, "source": self.source, "measured": m,
-                "threshold": self.threshold, "holds": bool(self.holds)}
+from .claims import Claim, Verdict
 
 
 @dataclass
@@ -40,8 +24,9 @@ class RunContext:
     cfg: Any
     dir: Path
     quiet: bool = False
+    declared: list[Claim] = field(default_factory=list)  # the experiment's claims, judged by ctx.claim
     metrics: dict[str, float] = field(default_factory=dict)
-    claims: list[Claim] = field(default_factory=list)
+    claims: list[Verdict] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     frames: list[pd.DataFrame] = field(default_factory=list)
@@ -76,20 +61,31 @@ class RunContext:
         self.metrics[name] = float(value)
         return float(value)
 
-    def claim(self, id: str, statement: str, source: str, measured: float | str, threshold: str,
-              holds: bool) -> Claim:
-        c = Claim(id, statement, source, measured, threshold, bool(holds))
-        self.claims.append(c)
-        return c
+    def claim(self, claim_id: str, measured: float | str, *, scale: float | None = None,
+              paper_value: float | None = None) -> Verdict:
+        """Judge the declared claim ``claim_id`` on a measured value (``scale``: the value of its threshold's unit)."""
+        spec = next((c for c in self.declared if c.id == claim_id), None)
+        if spec is None:
+            raise KeyError(f"{self.experiment_id} judges claim {claim_id!r} that it does not declare")
+        v = spec.judge(measured, scale=scale, paper_value=paper_value, config=self.cfg.to_dict())
+        self.claims.append(v)
+        return v
+
+    def trained(self, result) -> Any:
+        """Log a training result's measurements and return it; a diverged run ends the experiment as failed.
+
+        ``result``: anything with ``status``, ``message`` and ``frame()`` (the synthetic and image trainers' results).
+        """
+        self.log(result.frame())
+        if result.status != "complete":
+            raise TrainingDiverged(result.message)
+        return result
 
     def figure(self, fig, name: str) -> Path:
-        """Save a matplotlib figure as figures/<name>.png and .pdf, and close it."""
-        import matplotlib.pyplot as plt
-
+        """Save a matplotlib Figure as figures/<name>.png and .pdf (no pyplot state involved)."""
         png = self.dir / "figures" / f"{name}.png"
         fig.savefig(png, dpi=130, bbox_inches="tight")
         fig.savefig(png.with_suffix(".pdf"), bbox_inches="tight")
-        plt.close(fig)
         rel = f"figures/{name}.png"
         self.figures.append(rel)
         return png

@@ -17,10 +17,10 @@ from typing import Any
 import torch
 from pydantic import Field
 
-from ..report import plots
-from .feature_averaging import FASyntheticConfig, binary_alignment, fa_ideal, fit_binary, make_data
-from .registry import experiment
-from ..probes import alignment as al
+from ...report import plots
+from .synthetic import FASyntheticConfig, binary_alignment, fa_ideal, fit_binary, make_data
+from ...runs.registry import experiment
+from . import measures as al
 
 FIDELITY = 0.7
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..utils import generator
-from .base import Batch
+from ...utils import generator
+from ...data.base import Batch
 
 
 def orthogonal_centres(k: int, d: int, mode: str, gen: torch.Generator, pairwise_cos: float = 0.0,

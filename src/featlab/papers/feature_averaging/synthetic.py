@@ -20,19 +20,19 @@ import numpy as np
 import torch
 from pydantic import Field, model_validator
 
-from ..config import ExperimentConfig, check
-from ..data.base import Batch
-from ..data.clusters import MultiClusterDistribution
-from ..nn import reference
-from ..nn.twolayer import (EnsembleTwoLayer, binary_readout, block_readout, logit_margin_readout,
+from ...config import ExperimentConfig, check
+from ...data.base import Batch
+from .data import MultiClusterDistribution
+from . import reference
+from ...nn.twolayer import (EnsembleTwoLayer, binary_readout, block_readout, logit_margin_readout,
                            sign_prediction, signed_readout)
-from ..probes import alignment as al
-from ..probes.robustness import critical_radius, direction_attack, robust_accuracy_curve
-from ..report import plots
-from ..train.loop import progress_bar, train
-from ..train.objectives import cross_entropy, logistic
-from ..utils import generator
-from .registry import experiment
+from . import measures as al
+from ...probes.robustness import critical_radius, direction_attack, robust_accuracy_curve
+from ...report import plots
+from ...train.loop import progress_bar, train
+from ...train.objectives import cross_entropy, logistic
+from ...utils import generator
+from ...runs.registry import experiment
 
 # Fig 3 (left), read off the paper's figure (±1 point): robust accuracy (%) at these radii.
 PAPER_FIG3_RADII = [0, 10, 12, 14, 16, 18, 20, 22, 24, 32, 34, 36, 38, 40, 42, 44, 46]

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..nn.twolayer import signed_readout
-from ..utils import generator
-from .base import Batch
+from ...nn.twolayer import signed_readout
+from ...utils import generator
+from ...data.base import Batch
 
 CLUSTER_NAMES = ("+mu1", "-mu1", "+mu2", "-mu2")
 CLEAN_LABEL = torch.tensor([1.0, 1.0, -1.0, -1.0])  # ỹ of clusters +μ1, −μ1, +μ2, −μ2

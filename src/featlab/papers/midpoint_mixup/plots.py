@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from ...report.plots import Figure, get_cmap, subplots
 import numpy as np  # noqa: E402
 
 METHOD_COLORS = {"erm": "C0", "midpoint": "C1", "mixup": "C2"}  # the paper's Fig 2 colours
 METHOD_LABELS = {"erm": "ERM", "midpoint": "Midpoint Mixup", "mixup": "Mixup"}
 
 
-def learned_counts(counts: dict[str, np.ndarray], seeds: list[int], k: int, title: str) -> plt.Figure:
+def learned_counts(counts: dict[str, np.ndarray], seeds: list[int], k: int, title: str) -> Figure:
     """Per method, stacked bars per seed: classes that learned 0 / 1 / 2 features (Def 4.5)."""
     methods = list(counts)
-    fig, axes = plt.subplots(1, len(methods), figsize=(3.6 * len(methods), 3.4), sharey=True)
+    fig, axes = subplots(1, len(methods), figsize=(3.6 * len(methods), 3.4), sharey=True)
     axes = np.atleast_1d(axes)
     colors = ["#bbbbbb", "#ff7f0e", "#2ca02c"]
     for ax, meth in zip(axes, methods):
@@ -36,10 +33,10 @@ def learned_counts(counts: dict[str, np.ndarray], seeds: list[int], k: int, titl
 
 
 def correlation_trajectories(steps: np.ndarray, lam: dict[str, np.ndarray], classes: list[int], threshold: float,
-                             title: str) -> plt.Figure:
+                             title: str) -> Figure:
     """Rows = methods, columns = classes: Λ_{y,1}, Λ_{y,2} (max_r <w_{y,r}, v_{y,ℓ}>) against the step."""
     methods = list(lam)
-    fig, axes = plt.subplots(len(methods), len(classes), figsize=(3.3 * len(classes), 2.5 * len(methods)),
+    fig, axes = subplots(len(methods), len(classes), figsize=(3.3 * len(classes), 2.5 * len(methods)),
                              sharex=True, squeeze=False)
     for i, meth in enumerate(methods):
         for j, y in enumerate(classes):
@@ -61,9 +58,9 @@ def correlation_trajectories(steps: np.ndarray, lam: dict[str, np.ndarray], clas
     return fig
 
 
-def frac_both_curves(steps: dict[str, np.ndarray], frac: dict[str, np.ndarray], title: str) -> plt.Figure:
+def frac_both_curves(steps: dict[str, np.ndarray], frac: dict[str, np.ndarray], title: str) -> Figure:
     """Share of classes with both features learned (mean ± std over seeds) against the step."""
-    fig, ax = plt.subplots(figsize=(5.6, 3.6))
+    fig, ax = subplots(figsize=(5.6, 3.6))
     for meth in frac:
         f = frac[meth]  # (T, E)
         mu, sd = f.mean(1), f.std(1)
@@ -80,8 +77,8 @@ def frac_both_curves(steps: dict[str, np.ndarray], frac: dict[str, np.ndarray], 
 
 
 def lines(x: np.ndarray, ys: list[tuple[np.ndarray, str, str]], xlabel: str, ylabel: str, title: str,
-          logy: bool = False, hlines: list[tuple[float, str]] = ()) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+          logy: bool = False, hlines: list[tuple[float, str]] = ()) -> Figure:
+    fig, ax = subplots(figsize=(5.6, 3.8))
     for y, label, style in ys:
         ax.plot(x, y, style, label=label, lw=1.6, ms=4)
     for v, lab in hlines:

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import ConfigError
-from ..utils import generator as make_generator
+from ...errors import ConfigError
+from ...utils import generator as make_generator
 
 
 def class_pairing(k: int, generator: torch.Generator) -> torch.Tensor:

@@ -16,7 +16,7 @@ import math
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from .objectives import cross_entropy
+from ...train.objectives import cross_entropy
 
 
 def _preact(model, x: torch.Tensor) -> torch.Tensor:

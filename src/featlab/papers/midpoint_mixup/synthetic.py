@@ -22,19 +22,19 @@ import numpy as np
 import torch
 from pydantic import Field, model_validator
 
-from ..config import ExperimentConfig, check
-from ..data.multiview import (LinearMultiView, MultiViewDistribution, compress_patches, embed,
+from ...config import ExperimentConfig, check
+from .data import (LinearMultiView, MultiViewDistribution, compress_patches, embed,
                               orthonormal_features)
-from ..nn.activations import SmoothedReLU, identity
-from ..nn.twolayer import EnsembleTwoLayer, block_readout
-from ..probes import feature_test as ft
-from ..report import plots_mm
-from ..train.loop import train
-from ..train.midpoint import (beta_entropy, erm_loss, midpoint_all_pairs_loss,
+from ...nn.activations import SmoothedReLU, identity
+from ...nn.twolayer import EnsembleTwoLayer, block_readout
+from . import feature_test as ft
+from . import plots as plots_mm
+from ...train.loop import train
+from .losses import (beta_entropy, erm_loss, midpoint_all_pairs_loss,
                               mixup_all_pairs_loss, mixup_infimum, mixup_sampled_loss, sample_beta,
                               sample_partners)
-from ..utils import generator
-from .registry import experiment
+from ...utils import generator
+from ...runs.registry import experiment
 
 METHODS = ("erm", "midpoint", "mixup")
 

@@ -1,0 +1,11 @@
+"""Feature Averaging (Li, Pan, Lyu, Li; ICLR 2025): gradient descent averages cluster features, which makes
+the network non-robust; fine-grained (k-class) labels decouple the features and restore robustness."""
+
+from ...runs.registry import register_paper
+
+register_paper("feature-averaging", "Feature Averaging (Li, Pan, Lyu, Li; ICLR 2025)", prefix="fa")
+
+from . import synthetic, ablations  # noqa: E402,F401  (each registers its experiments)
+from .data import MultiClusterDistribution, orthogonal_centres  # noqa: E402
+
+__all__ = ["MultiClusterDistribution", "orthogonal_centres"]

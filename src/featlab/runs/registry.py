@@ -1,0 +1,122 @@
+"""The experiment registry: ``featlab list``, ``get_experiment(id)`` (cf. timm's ``list_models``).
+
+A leaf of the core: it imports no paper. Papers register into it (``register_paper``, ``@experiment``) when
+their module is imported, and the registry imports them on first use through the entry-point group
+``featlab.experiments`` — featlab's own papers are declared there too, so outside packages add experiments the
+same way, without a fork::
+
+    [project.entry-points."featlab.experiments"]
+    my-paper = "my_package.my_paper"
+
+When featlab runs from a source tree that was never installed (no entry points), its own catalogue
+``featlab.papers`` is imported by name instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Callable
+
+from ..errors import UnknownExperimentError
+from .claims import Claim
+
+ENTRY_POINT_GROUP = "featlab.experiments"
+BUILTIN_CATALOGUE = "featlab.papers"
+
+
+@dataclass
+class Experiment:
+    id: str
+    paper: str  # a registered paper key
+    reference: str  # "Fig 2a/2b, Fig 3 left"
+    summary: str  # one line: what it shows
+    config: type  # an ExperimentConfig subclass
+    fn: Callable[..., None]
+    presets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    claims: list[Claim] = field(default_factory=list)
+
+    def preset(self, name: str) -> dict[str, Any]:
+        if name not in self.presets:
+            raise UnknownExperimentError(
+                f"{self.id} has no preset {name!r}; choose one of: {', '.join(self.presets)}")
+        return dict(self.presets[name])
+
+    def claim(self, claim_id: str) -> Claim:
+        for c in self.claims:
+            if c.id == claim_id:
+                return c
+        raise KeyError(f"{self.id} judges claim {claim_id!r} that it does not declare; add it to claims=[...]")
+
+
+_PAPERS: dict[str, tuple[str, str]] = {}  # key -> (title, claim-id prefix)
+_REGISTRY: dict[str, Experiment] = {}
+_loaded = False
+
+
+def register_paper(key: str, title: str, prefix: str) -> None:
+    """Declare a paper: its key (``feature-averaging``), title, and the prefix of its claim ids (``fa``)."""
+    _PAPERS[key] = (title, prefix)
+
+
+def experiment(id: str, *, paper: str, reference: str, summary: str, config: type,
+               presets: dict[str, dict[str, Any]], claims: list[Claim] = ()):
+    """Decorator registering ``fn(ctx)`` as an experiment. Presets must include ``quick`` and ``paper``.
+
+    ``claims`` declares every claim the experiment judges; their ids must start with the paper's prefix.
+    """
+    if paper not in _PAPERS:
+        raise ValueError(f"experiment {id!r}: paper {paper!r} is not registered; call register_paper first")
+    if not {"quick", "paper"} <= set(presets):
+        raise ValueError(f"experiment {id!r}: presets must include 'quick' and 'paper'; got {list(presets)}")
+    prefix = _PAPERS[paper][1] + "."
+    bad = [c.id for c in claims if not c.id.startswith(prefix)]
+    if bad:
+        raise ValueError(f"experiment {id!r}: claim ids must start with {prefix!r}; got {bad}")
+    ids = [c.id for c in claims]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"experiment {id!r}: duplicate claim ids in {ids}")
+
+    def deco(fn):
+        _REGISTRY[id] = Experiment(id, paper, reference, summary, config, fn, presets, list(claims))
+        return fn
+
+    return deco
+
+
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    found = entry_points(group=ENTRY_POINT_GROUP)
+    for ep in found:
+        importlib.import_module(ep.value)
+    if not any(ep.value.startswith(BUILTIN_CATALOGUE) for ep in found):
+        importlib.import_module(BUILTIN_CATALOGUE)
+
+
+def papers() -> dict[str, str]:
+    """Registered papers: key → title, in registration order."""
+    _load_all()
+    return {k: t for k, (t, _) in _PAPERS.items()}
+
+
+def list_experiments(paper: str | None = None) -> list[Experiment]:
+    _load_all()
+    order = list(_PAPERS)
+    exps = sorted(_REGISTRY.values(), key=lambda e: order.index(e.paper))  # stable: registration order per paper
+    return [e for e in exps if paper is None or e.paper == paper]
+
+
+def get_experiment(id: str) -> Experiment:
+    _load_all()
+    if id not in _REGISTRY:
+        import difflib
+
+        close = difflib.get_close_matches(id, list(_REGISTRY), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownExperimentError(
+            f"unknown experiment {id!r}{hint}; run 'featlab list' to see: {', '.join(_REGISTRY)}")
+    return _REGISTRY[id]
