@@ -8,9 +8,9 @@ from pathlib import Path
 
 from .config import parse_overrides
 from .errors import FeatlabError
-from .runs.registry import list_experiments, papers
+from .runs.registry import get_experiment, list_experiments, papers
 from .runs.runner import run
-from .report.tables import claims_table, run_report, table
+from .report.tables import claims_markdown, claims_table, declared_claims_rows, run_report, table
 from .runs.store import load_run
 
 
@@ -19,6 +19,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
 
     sub.add_parser("list", help="every experiment with its paper reference")
+
+    c = sub.add_parser("claims", help="every claim an experiment judges: statement, source, threshold and why")
+    c.add_argument("id", nargs="?", help="one experiment (default: all)")
+    c.add_argument("--markdown", action="store_true", help="print docs/claims.md instead of a table")
 
     r = sub.add_parser("run", help="run one experiment")
     r.add_argument("id")
@@ -65,6 +69,17 @@ def _common(p: argparse.ArgumentParser) -> None:
 def cmd_list() -> int:
     rows = [[e.id, e.paper, e.reference, "/".join(e.presets), e.summary] for e in list_experiments()]
     print(table(rows, ["id", "paper", "figure/table", "presets", "what it shows"], [22, 21, 22, 12, 60]))
+    return 0
+
+
+def cmd_claims(a) -> int:
+    exps = [get_experiment(a.id)] if a.id else list_experiments()
+    if a.markdown:
+        print(claims_markdown(exps, papers()))
+        return 0
+    rows = declared_claims_rows(exps)
+    print(table(rows, ["experiment", "id", "statement", "paper", "threshold", "why"], [18, 24, 40, 14, 22, 44]))
+    print(f"\n{len(rows)} claims in {len(exps)} experiment{'s' if len(exps) != 1 else ''}.")
     return 0
 
 
@@ -147,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "list":
             return cmd_list()
+        if args.cmd == "claims":
+            return cmd_claims(args)
         if args.cmd == "run":
             return cmd_run(args)
         if args.cmd == "show":

@@ -1,0 +1,85 @@
+"""Compare the summary metrics and claims of two sets of run records, experiment by experiment.
+
+    python benchmarks/compare_runs.py BEFORE_OUT AFTER_OUT [--rtol 0]
+
+For every experiment present in both folders, the latest complete run of each is compared: every summary metric
+(bit-identical unless --rtol is given), and every claim's measured value and verdict (claims are matched by
+position, since the move renamed some ids). Written for the structure move (the numbers must not change), kept
+for any refactoring: exit 1 when something differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+
+def latest(root: Path) -> dict[str, dict]:
+    out = {}
+    for summ in root.glob("*/*/summary.json"):
+        s = json.loads(summ.read_text())
+        if s.get("status") != "complete":
+            continue
+        if s["experiment"] not in out or summ.stat().st_mtime > out[s["experiment"]][0]:
+            out[s["experiment"]] = (summ.stat().st_mtime, s)
+    return {k: v for k, (_, v) in out.items()}
+
+
+def same(a, b, rtol: float) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    if a is None or b is None:
+        return a is b
+    if math.isnan(a) and math.isnan(b):
+        return True
+    return a == b or (rtol > 0 and math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12))
+
+
+def compare(before: dict, after: dict, rtol: float) -> list[str]:
+    diffs = []
+    mb, ma = before["metrics"], after["metrics"]
+    for k in sorted(set(mb) | set(ma)):
+        if k not in ma or k not in mb:
+            diffs.append(f"metric {k}: only in {'before' if k in mb else 'after'}")
+        elif not same(mb[k], ma[k], rtol):
+            diffs.append(f"metric {k}: {mb[k]!r} -> {ma[k]!r}")
+    cb, ca = before["claims"], after["claims"]
+    if len(cb) != len(ca):
+        diffs.append(f"claims: {len(cb)} before, {len(ca)} after")
+    for x, y in zip(cb, ca):
+        if not same(x["measured"], y["measured"], rtol) or x["holds"] != y["holds"]:
+            diffs.append(f"claim {x['id']} / {y['id']}: {x['measured']!r} ({x['holds']}) -> "
+                         f"{y['measured']!r} ({y['holds']})")
+    return diffs
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("before")
+    p.add_argument("after")
+    p.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0: bit-identical)")
+    p.add_argument("--only", default="", help="comma-separated experiment ids")
+    a = p.parse_args(argv)
+    b, c = latest(Path(a.before)), latest(Path(a.after))
+    only = [x for x in a.only.split(",") if x]
+    bad = 0
+    for exp in sorted(set(b) & set(c)):
+        if only and exp not in only:
+            continue
+        diffs = compare(b[exp], c[exp], a.rtol)
+        print(f"{exp}: {'identical' if not diffs else f'{len(diffs)} differences'} "
+              f"({len(c[exp]['metrics'])} metrics, {len(c[exp]['claims'])} claims)")
+        for line in diffs[:20]:
+            print("    " + line)
+        bad += bool(diffs)
+    missing = sorted(set(b) ^ set(c))
+    if missing:
+        print(f"in one folder only: {', '.join(missing)}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
