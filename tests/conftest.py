@@ -10,3 +10,14 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 @pytest.fixture
 def out(tmp_path):
     return tmp_path / "runs"
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny models run fastest on one thread, above all on a shared CPU; restored afterwards.
+
+    Use it with ``pytestmark = pytest.mark.usefixtures("one_thread")`` in a module of tiny-model tests."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
