@@ -13,7 +13,7 @@ import time
 import torch
 from torch import nn
 
-from featlab.papers.feature_averaging.synthetic import FASyntheticConfig, fit_binary, make_data
+from featlab.papers.feature_averaging.common import FASyntheticConfig, fit_binary, make_data
 from featlab.probes.robustness import robust_accuracy_curve
 
 

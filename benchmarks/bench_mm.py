@@ -19,7 +19,7 @@ import torch
 from featlab.papers.midpoint_mixup.data import MultiViewDistribution, compress_patches, embed, orthonormal_features
 from featlab.nn.activations import SmoothedReLU
 from featlab.nn.twolayer import EnsembleTwoLayer, block_readout
-from featlab.train import midpoint as mm
+from featlab.papers.midpoint_mixup import losses as mm
 
 D = torch.float64
 
@@ -61,7 +61,7 @@ def main() -> None:
     # 1. all-pairs J_MM vs materialised midpoints (same model, same inputs)
     net = model(seeds, 2 * k, k, m, a.d)
     t_fast = step_ms(net, lambda: mm.midpoint_all_pairs_loss(net, xc, b.y, mult), a.reps)
-    t_naive_c = step_ms(net, lambda: mm.naive_midpoint_loss_merged(net, xc, b.y, mult), a.reps)
+    t_naive_c = step_ms(net, lambda: mm.naive_midpoint_loss(net, xc, b.y, mult), a.reps)
     t_naive = step_ms(net, lambda: mm.naive_midpoint_loss(net, b.x, b.y), a.reps)
     print(f"[1] k={k} N={N} P={P} m={m}, {len(seeds)} seed(s), ms per GD step")
     print(f"    feature coordinates (2k = {2 * k}):")
@@ -76,7 +76,7 @@ def main() -> None:
     xf = embed(xs, Vd)
     fnet = model(seeds, a.d, k, m, a.d)
     t_ff = step_ms(fnet, lambda: mm.midpoint_all_pairs_loss(fnet, xf, ys, mult), a.reps)
-    t_fn = step_ms(fnet, lambda: mm.naive_midpoint_loss_merged(fnet, xf, ys, mult), a.reps)
+    t_fn = step_ms(fnet, lambda: mm.naive_midpoint_loss(fnet, xf, ys, mult), a.reps)
     print(f"    full inputs in R^d, d = {a.d}, N = {Nf}: all-pairs {t_ff:.1f} vs naive {t_fn:.1f}"
           f"  -> {t_fn / t_ff:5.1f}x (target >= 10x)")
     del Vd, xf, fnet

@@ -19,7 +19,8 @@ import torch
 from torch import nn
 
 from featlab.papers.feature_amplification.data import XORClusterDistribution
-from featlab.papers.feature_amplification.experiments import Fig2Config, make_net
+from featlab.papers.feature_amplification.common import make_net
+from featlab.papers.feature_amplification.figures import Fig2Config
 from featlab.train.loop import train
 from featlab.train.objectives import logistic
 

@@ -45,8 +45,8 @@ def test_lr_ablation_at_the_papers_values_reports_the_non_reproduction(out):
     that a large η breaks averaging is reported as not holding (see docs), not hidden."""
     res = featlab.run("fa-ablation-lr", "quick", out=out, seeds=1)
     c = claims(res)
-    assert c["fa-ablation-lr.fa_when_small"]["holds"]
-    assert not c["fa-ablation-lr.breaks_when_large"]["holds"]
+    assert c["fa.ablation_lr.fa_when_small"]["holds"]
+    assert not c["fa.ablation_lr.breaks_when_large"]["holds"]
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@ from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels, class_
 from featlab.errors import ConfigError, FeatlabError
 from featlab.nn.resnet import Normalize, resnet18
 from featlab.nn.smallcnn import SmallCNN
-from featlab.train.image_loop import CheckpointError, FitSpec, erm_objective, fit, mixup_objective
+from featlab.train.image_loop import (CheckpointError, FitSpec, erm_objective, fingerprint_of, fit,
+                                      mixup_objective)
 from featlab.train.mixup import MidpointMixup, Mixup, mixup_cross_entropy, soft_target_cross_entropy
 
 
@@ -157,6 +158,41 @@ def test_fit_learns_and_records_history():
     assert res.status == "complete" and len(res.history) == 15
     assert res.history[-1]["train_loss"] < res.history[0]["train_loss"]
     assert res.history[-1]["acc"] > 0.5 and res.history[0]["images_per_s"] > 0
+
+
+def test_fit_result_frame_is_the_trainers_protocol(tmp_path):
+    """FitResult has status, message and frame() like the synthetic trainer's result, so ctx.trained takes it."""
+    from featlab.errors import TrainingDiverged
+    from featlab.runs.context import RunContext
+
+    model, x, y = _setup()
+    res = fit(model, _batch_fn(x, y), len(y), FitSpec(epochs=2, batch_size=16), device="cpu", seed=7, prefix="erm.",
+              evaluate=lambda m: {"test_err": 0.5})
+    df = res.frame()
+    assert list(df.columns) == ["seed", "step", "metric", "value"] and set(df.seed) == {7}
+    assert sorted(df.step.unique()) == [1, 2]
+    assert set(df.metric) == {"erm.train_loss", "erm.lr", "erm.images_per_s", "erm.test_err"}
+    assert df[(df.metric == "erm.train_loss") & (df.step == 2)].value.item() == res.history[1]["train_loss"]
+    ctx = RunContext("x", None, tmp_path)
+    assert ctx.trained(res) is res and len(ctx.frames[0]) == 8
+    bad = fit(model, _batch_fn(x * float("nan"), y), len(y), FitSpec(epochs=2, batch_size=16), device="cpu")
+    with pytest.raises(TrainingDiverged, match="non-finite"):
+        ctx.trained(bad)
+
+
+def test_fingerprint_leaves_out_the_fields_marked_not_training():
+    import featlab.papers  # noqa: F401  (registers the experiments)
+    from featlab.runs.runner import resolve_config
+
+    _, cfg = resolve_config("fa-resnet-digits", "quick")
+    fp = fingerprint_of("fa-resnet-digits", cfg, head="binary")
+    assert fp["head"] == "binary" and fp["config"]["lr"] == cfg.lr
+    assert not set(fp["config"]) & type(cfg).NOT_TRAINING
+    for change in ({"radii": [0.0, 0.5]}, {"n_attack": 7}, {"seeds": 9}, {"checkpoint_dir": "elsewhere"}):
+        assert fingerprint_of("fa-resnet-digits", resolve_config("fa-resnet-digits", "quick", overrides=change)[1]) \
+            == fingerprint_of("fa-resnet-digits", cfg), change
+    assert fingerprint_of("fa-resnet-digits", resolve_config("fa-resnet-digits", "quick", overrides={"lr": 0.01})[1]) \
+        != fingerprint_of("fa-resnet-digits", cfg)
 
 
 def test_cosine_schedule_and_sgd():

@@ -8,7 +8,7 @@ import torch
 import featlab
 from featlab.cli import main
 from featlab.data.images import load_images
-from featlab.papers.images_tmp import load_embeddings
+from featlab.data.embeddings import load_embeddings
 from featlab.errors import DataError
 
 TINY_MM = dict(seeds=2, epochs=2, width=4, batch_size=200)
@@ -158,10 +158,10 @@ def test_paper_presets_run_on_cifar_files(out, tmp_path, monkeypatch):
 
 
 def test_augment_is_a_crop_and_flip():
-    from featlab.papers.images_tmp import _augment
+    from featlab.papers.feature_averaging.deep import augment
 
     x = torch.arange(2 * 3 * 8 * 8, dtype=torch.float32).reshape(2, 3, 8, 8) + 1
-    y = _augment(x, torch.Generator().manual_seed(0), pad=2)
+    y = augment(x, torch.Generator().manual_seed(0), pad=2)
     assert y.shape == x.shape
     for i in range(2):  # every output is a (possibly flipped) window of the zero-padded image
         xp = torch.nn.functional.pad(x[i], (2, 2, 2, 2))

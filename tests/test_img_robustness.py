@@ -4,10 +4,9 @@ import pytest
 import torch
 
 from featlab.data.images import load_images
-from featlab.errors import ConfigError
 from featlab.nn.resnet import Normalize
 from featlab.nn.smallcnn import SmallCNN
-from featlab.probes.image_robustness import robust_accuracy_images
+from featlab.probes.robustness import robust_accuracy_curve
 from featlab.train.image_loop import FitSpec, fit
 
 
@@ -59,8 +58,8 @@ def test_pgd_matches_reference(binary_digits_model):
     model, x, y = binary_digits_model
     score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z)).double()  # noqa: E731
     radii, steps = [0.0, 0.4, 0.8, 1.2], 30
-    ours = robust_accuracy_images(score, x, y, radii, steps=steps, step_size_factor=2.5,
-                                  generator=torch.Generator().manual_seed(1))
+    ours = robust_accuracy_curve(score, x, y, radii, steps=steps, step_size_factor=2.5, event_dims=3, clip=(0, 1),
+                                 batch_size=500, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     ref = [reference_pgd_l2(score, x, y, r, steps, 2.5 * r / steps, seed=2) if r > 0 else
            (torch.where(score(x) > 0, 1.0, -1.0) == y).double().mean().item() for r in radii]
     assert ours[0] == pytest.approx(ref[0]) and ours[0] > 0.9
@@ -84,5 +83,21 @@ def test_pgd_stays_in_ball_and_box(binary_digits_model):
 
 
 def test_negative_radius_refused():
-    with pytest.raises(ConfigError, match=r"'radii' field must be a non-empty list of radii >= 0; got -0.1"):
-        robust_accuracy_images(lambda z: z.sum((1, 2, 3)), torch.rand(2, 1, 2, 2), torch.ones(2), [0, -0.1])
+    with pytest.raises(ValueError, match=r"radii must be >= 0; got -0.1"):
+        robust_accuracy_curve(lambda z: z.sum((1, 2, 3)), torch.rand(2, 1, 2, 2), torch.ones(2), [0, -0.1],
+                              event_dims=3)
+
+
+def test_one_routine_for_replicas_and_single_batches(binary_digits_model):
+    """Images with a replica axis (E, n, C, H, W) give, per replica, the curve of that replica's batch alone
+    (a deterministic attack, so the replicas' random draws do not enter)."""
+    model, x, y = binary_digits_model
+    score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z))  # noqa: E731
+    xs, ys = torch.stack([x[:60], x[60:120]]), torch.stack([y[:60], y[60:120]])
+    kw = dict(steps=5, random_start=False, event_dims=3, clip=(0, 1), dtype=torch.float64)
+    radii = [0.0, 0.3, 0.6]
+    both = robust_accuracy_curve(lambda z: score(z.flatten(0, 1)).view(z.shape[:2]), xs, ys, radii, **kw)
+    assert both.shape == (3, 2)
+    for e in range(2):
+        alone = robust_accuracy_curve(score, xs[e], ys[e], radii, **kw)
+        assert torch.allclose(both[:, e], alone, atol=1 / 60 + 1e-12), (both[:, e], alone)

@@ -8,9 +8,10 @@ import torch
 from featlab.papers.midpoint_mixup.data import (LinearMultiView, MultiViewDistribution, compress_patches, embed,
                                     orthonormal_features)
 from featlab.nn.activations import SmoothedReLU, smoothed_relu, smoothed_relu_grad
-from featlab.nn.twolayer import EnsembleTwoLayer, block_readout
-from featlab.train import midpoint as mm
-from featlab.train.mixup import mixup_cross_entropy
+from featlab.nn.twolayer import (EnsembleTwoLayer, binary_readout, block_readout, logit_margin_readout, patch_logits,
+                                 positive_mask)
+from featlab.papers.midpoint_mixup import losses as mm
+from featlab.train.mixup import Mixup, mixup_cross_entropy, random_pairing, sample_beta
 
 D = torch.float64
 
@@ -115,6 +116,8 @@ def test_all_pairs_midpoint_equals_naive_and_chunks():
         fast.sum().backward()
         assert torch.allclose(fast, naive, rtol=1e-12, atol=1e-13)
         assert torch.allclose(net.W.grad, g_naive, rtol=1e-10, atol=1e-14)
+    # the materialised reference on merged patches (weighted by their multiplicities) is the same loss
+    assert torch.allclose(mm.naive_midpoint_loss(net, xc, b.y, mult), naive, rtol=1e-12, atol=1e-13)
 
 
 def test_mixup_triangle_equals_all_ordered_pairs_for_symmetric_nodes():
@@ -147,6 +150,54 @@ def test_sampled_pairs_match_the_batch_transform_loss():
     assert torch.allclose(ours[0], ref, rtol=1e-12)
 
 
+# ------------------------------------------------------------------------------------------ one Beta / pairing core
+def test_one_beta_sampler_for_the_batch_transform_and_the_replica_losses():
+    gens = [torch.Generator().manual_seed(s) for s in (3, 4)]
+    lam = sample_beta(2.0, 5, gens)  # per replica: row i from generator i
+    assert lam.shape == (2, 5) and lam.dtype == D and ((lam > 0) & (lam < 1)).all()
+    for i, s in enumerate((3, 4)):
+        assert torch.equal(lam[i], sample_beta(2.0, 5, torch.Generator().manual_seed(s)))
+    # the batch transform draws the same λ from the same generator (one per batch, then expanded)
+    mix = Mixup(2.0, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(mix.sample_lam(4, D), sample_beta(2.0, 1, [torch.Generator().manual_seed(3)])[0].expand(4))
+    g = torch.Generator().manual_seed(3)  # Beta(a, a) as two Gammas drawn in that order (the generator calls of
+    g1 = torch._standard_gamma(torch.full((5,), 2.0, dtype=D), generator=g)  # the former per-replica sampler)
+    g2 = torch._standard_gamma(torch.full((5,), 2.0, dtype=D), generator=g)
+    assert torch.equal(lam[0], g1 / (g1 + g2))
+
+
+@pytest.mark.parametrize("independent", [False, True])
+@pytest.mark.parametrize("allow_self_pairs", [False, True])
+def test_one_pairing_function(independent, allow_self_pairs):
+    n = 9
+    gens = [torch.Generator().manual_seed(s) for s in (0, 1, 2)]
+    j = random_pairing(n, allow_self_pairs, gens, independent=independent)
+    assert j.shape == (3, n) and j.min() >= 0 and j.max() < n
+    for i, s in enumerate((0, 1, 2)):
+        alone = random_pairing(n, allow_self_pairs, torch.Generator().manual_seed(s), independent=independent)
+        assert torch.equal(j[i], alone)  # replica i sees exactly its own seed's draws
+    if not allow_self_pairs:
+        assert (j != torch.arange(n)).all()
+    if not independent:  # the batch transform pairs by a permutation
+        assert (j.sort(-1).values == torch.arange(n)).all()
+    if independent and allow_self_pairs:  # the public code's partners: one uniform draw per point
+        assert torch.equal(j[0], torch.randint(n, (n,), generator=torch.Generator().manual_seed(0)))
+
+
+# ------------------------------------------------------------------------------------------ read-outs
+def test_readouts_take_a_mask_or_zero_based_class_indices():
+    logits = torch.randn(2, 7, 5, generator=torch.Generator().manual_seed(0), dtype=D)
+    mask = torch.tensor([True, False, True, False, False])
+    for readout in (binary_readout, logit_margin_readout):
+        ref = readout(logits, mask)
+        for positive in ([0, 2], torch.tensor([2, 0]), [True, False, True, False, False]):
+            assert torch.equal(readout(logits, positive), ref)
+    assert torch.equal(positive_mask([], 5), torch.zeros(5, dtype=torch.bool))
+    for bad in ([1, 5], [-1], [0.0, 2.0], torch.tensor([[0, 2]]), torch.ones(4, dtype=torch.bool)):
+        with pytest.raises(ValueError):
+            logit_margin_readout(logits, bad)
+
+
 class _Oracle:
     """Logits log z on one-hot inputs: softmax(g(z_ij(λ))) = λ e_{y_i} + (1 − λ) e_{y_j}, the pointwise optimum."""
 
@@ -164,7 +215,7 @@ class _Oracle:
 
 @pytest.mark.parametrize("a", [0.5, 1.0, 2.0, 8.0])
 def test_mixup_infimum_closed_form(a):
-    from featlab.papers.midpoint_mixup.synthetic import beta_nodes
+    from featlab.papers.midpoint_mixup.linear import beta_nodes
 
     k = 5
     y = torch.randint(k, (2, 30), generator=torch.Generator().manual_seed(1))
@@ -177,7 +228,7 @@ def test_mixup_infimum_closed_form(a):
 
 
 def test_midpoint_infimum_is_log2_on_cross_pairs_and_lemma32():
-    from featlab.papers.midpoint_mixup.synthetic import diagonal_weights, linear_model
+    from featlab.papers.midpoint_mixup.linear import diagonal_weights, linear_model
 
     k = 6
     b = LinearMultiView(k).sample(120, [0])
@@ -214,8 +265,8 @@ def test_reduced_simulation_equals_full(method):
             lossf(net, x, mu).sum().backward()
             with torch.no_grad():
                 net.W -= 2.0 * net.W.grad
-    lf = mm.patch_logits(full, xf)
-    lr = mm.patch_logits(red, xc, mult)
+    lf = patch_logits(full, xf)
+    lr = patch_logits(red, xc, mult)
     assert lf.abs().max() > 1e-3  # something was learned
     assert torch.allclose(lf, lr, rtol=1e-9, atol=1e-12)
     assert torch.allclose(full.W.detach() @ V.transpose(1, 2), red.W.detach(), atol=1e-10)

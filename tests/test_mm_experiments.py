@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from featlab.cli import main
-from featlab.papers.midpoint_mixup.synthetic import MultiViewConfig, _data, fit
+from featlab.papers.midpoint_mixup.linear import CLAIMS as LINEAR_CLAIMS
+from featlab.papers.midpoint_mixup.multiview import CLAIMS as MULTIVIEW_CLAIMS
+from featlab.papers.midpoint_mixup.multiview import MultiViewConfig, _data, fit
 
 
 @pytest.mark.parametrize("exp,override,field", [
@@ -38,24 +40,26 @@ def test_replica_i_equals_seed_i_alone():
         assert torch.allclose(net2.W[1], net1.W[0], rtol=1e-12, atol=1e-15), method
 
 
-def test_multiview_claims_at_quick_scale(tmp_path):
+def quick_claims_hold(exp: str, declared, out):
+    """Run ``exp`` at its quick preset: every declared claim is judged, in the declared order, and holds."""
     from featlab.runs.runner import run
 
-    rec = run("mm-multiview", "quick", out=tmp_path, force=True)
+    rec = run(exp, "quick", out=out, force=True)
     assert rec.status == "complete"
+    assert [c["id"] for c in rec.claims] == [c.id for c in declared]
     failed = [c["id"] for c in rec.claims if not c["holds"]]
     assert not failed, failed
+    return rec
+
+
+def test_multiview_claims_at_quick_scale(tmp_path):
+    rec = quick_claims_hold("mm-multiview", MULTIVIEW_CLAIMS, tmp_path)
     assert {"erm.frac_classes_both", "midpoint.frac_classes_both", "mixup.frac_classes_both", "erm.train_acc",
             "midpoint.train_acc", "mixup.train_acc"} <= set(rec.summary["metrics"])
 
 
 def test_linear_claims_at_quick_scale(tmp_path):
-    from featlab.runs.runner import run
-
-    rec = run("mm-linear", "quick", out=tmp_path, force=True)
-    assert rec.status == "complete"
-    failed = [c["id"] for c in rec.claims if not c["holds"]]
-    assert not failed, failed
+    quick_claims_hold("mm-linear", LINEAR_CLAIMS, tmp_path)
 
 
 def test_reduced_simulation_runs_at_theory_scale_d():

@@ -1,7 +1,7 @@
 import torch
 
 from featlab.papers.feature_averaging.data import MultiClusterDistribution
-from featlab.papers.feature_averaging.synthetic import FASyntheticConfig, fit_binary, fit_kclass, make_data
+from featlab.papers.feature_averaging.common import FASyntheticConfig, fit_binary, fit_kclass, make_data
 from featlab.nn.twolayer import (EnsembleTwoLayer, binary_readout, block_readout, logit_margin_readout, relu,
                                  signed_readout)
 from featlab.train.objectives import cross_entropy, logistic
@@ -70,8 +70,9 @@ def test_replica_equals_training_that_seed_alone():
 
 
 def test_distribution_def_3_1():
-    dist = MultiClusterDistribution.create([0, 1], k=5, d=40, positive=[1, 2], alpha=2.0, sigma=0.5,
+    dist = MultiClusterDistribution.create([0, 1], k=5, d=40, positive=[0, 1], alpha=2.0, sigma=0.5,
                                            dtype=torch.float64)
+    assert dist.positive.tolist() == [True, True, False, False, False]  # `positive` holds 0-based cluster indices
     gram = dist.mu @ dist.mu.transpose(1, 2)
     assert torch.allclose(gram, 40 * torch.eye(5, dtype=torch.float64).expand(2, 5, 5), atol=1e-9)
     b = dist.sample(4000, [0, 1])
@@ -82,14 +83,14 @@ def test_distribution_def_3_1():
 
 
 def test_near_orthogonal_centres_have_the_requested_cosine():
-    dist = MultiClusterDistribution.create([3], k=4, d=30, positive=[1], pairwise_cos=0.09, dtype=torch.float64)
+    dist = MultiClusterDistribution.create([3], k=4, d=30, positive=[0], pairwise_cos=0.09, dtype=torch.float64)
     mu = dist.mu[0]
     cos = (mu @ mu.T) / 30
     assert torch.allclose(cos, torch.full((4, 4), 0.09, dtype=torch.float64).fill_diagonal_(1.0), atol=1e-9)
 
 
 def test_unequal_norms():
-    dist = MultiClusterDistribution.create([0], k=3, d=20, positive=[1], norm_scales=[1.0, 2.0, 0.5],
+    dist = MultiClusterDistribution.create([0], k=3, d=20, positive=[0], norm_scales=[1.0, 2.0, 0.5],
                                            dtype=torch.float64)
     assert torch.allclose(dist.mu[0].norm(dim=-1), torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64) * 20**0.5)
 

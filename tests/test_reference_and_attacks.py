@@ -17,19 +17,31 @@ K, D = 10, 800
 
 @pytest.fixture(scope="module")
 def setup():
-    dist = MultiClusterDistribution.create([0, 1], k=K, d=D, positive=[1, 2, 3, 4, 5], dtype=torch.float64)
+    dist = MultiClusterDistribution.create([0, 1], k=K, d=D, positive=[0, 1, 2, 3, 4], dtype=torch.float64)
     test = dist.sample(200, [0, 1], "test")
     return dist, test
 
 
 def test_fa_network_cosine_is_one_over_sqrt_class_size():
-    dist = MultiClusterDistribution.create([0], k=7, d=50, positive=[1, 2, 3], dtype=torch.float64)
+    dist = MultiClusterDistribution.create([0], k=7, d=50, positive=[0, 1, 2], dtype=torch.float64)
     f = reference.feature_averaging(dist)
     cos = al.cosine_matrix(dist.mu, f.W)[0]  # (k, 2)
     assert torch.allclose(cos[:3, 0], torch.full((3,), 1 / math.sqrt(3), dtype=torch.float64))
     assert torch.allclose(cos[3:, 1], torch.full((4,), 1 / math.sqrt(4), dtype=torch.float64))
     assert cos[3:, 0].abs().max() < 1e-12 and cos[:3, 1].abs().max() < 1e-12
 
+
+def test_alignment_summaries_of_the_reference_networks():
+    """f_FA is the exact averaging solution (fidelity 1, no residual); f_dec's neurons are the centres (cosine 1)."""
+    dist = MultiClusterDistribution.create([0, 1], k=6, d=40, positive=[0, 1], dtype=torch.float64)
+    f = reference.feature_averaging(dist)
+    cos, stats = al.binary_alignment(f, dist, 1)
+    assert torch.allclose(cos, al.fa_ideal(dist, 1))
+    assert torch.allclose(stats["fa_fidelity"], torch.ones(2, dtype=torch.float64))
+    assert stats["fa_rel_residual"].max() < 1e-12 and stats["cos_off_class_max_abs"].max() < 1e-12
+    cos, stats = al.kclass_alignment(reference.feature_decoupled(dist), dist, 6)
+    assert torch.allclose(cos, torch.eye(6, dtype=torch.float64).expand(2, 6, 6), atol=1e-12)
+    assert stats["fd_rel_residual"].max() < 1e-12
 
 def test_fa_network_breaks_at_sqrt_d_over_k_along_the_averaged_direction(setup):
     """f_FA flips once ‖ρ‖ > √(d/k) along −y(Σ_{J+}μ − Σ_{J−}μ) (derived in the spec from Thm 4.5 (3))."""
@@ -134,7 +146,7 @@ def test_critical_radius_interpolates():
 
 
 def test_thm46_distance_is_zero_for_the_fa_network_itself():
-    dist = MultiClusterDistribution.create([0], k=6, d=60, positive=[1, 2, 3], dtype=torch.float64)
+    dist = MultiClusterDistribution.create([0], k=6, d=60, positive=[0, 1, 2], dtype=torch.float64)
     f = reference.feature_averaging(dist)
     # a binary net of width m=1 that IS f_FA scaled by C = λ/d with λ = d (w = Σμ_j)
     f.A = f.A.clone()

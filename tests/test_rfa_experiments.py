@@ -1,8 +1,14 @@
 """The rfa-* experiments: claims at (reduced) quick scale, metric names, the assumption notes, bad input."""
 
+import math
+
 import pytest
 
 from featlab.cli import main
+from featlab.papers.feature_amplification.amplification import AmplificationConfig
+from featlab.papers.feature_amplification.common import threads_for
+from featlab.papers.feature_amplification.figures import Fig2Config
+from featlab.runs.claims import AtLeast, AtMost, Near
 from featlab.runs.runner import run
 
 
@@ -20,11 +26,38 @@ def _claims(rec):
     ("rfa-fig2", "alpha=0", "alpha"),
     ("rfa-theorem1", "d=1", "d"),
     ("rfa-fig2", "d_low=1", "d_low"),
+    # a config holds only the fields its experiment reads: rfa-fig2 has no single d, n or steps
+    ("rfa-fig2", "steps=5", "steps"),
+    ("rfa-fig2", "d=50", "d"),
+    ("rfa-fig2", "n=50", "n"),
+    ("rfa-fig1", "C0=3", "C0"),
 ])
 def test_bad_input_is_one_line_naming_the_field(exp, override, field, out, capsys):
     assert main(["run", exp, override, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"'{field}'" in err, err
+
+
+def test_derived_defaults_and_threads():
+    """σ = d^-0.6 and ω² = 0.01/(md) (App. E) come from the config, at the dimension of the run."""
+    cfg = Fig2Config(m=100)
+    assert cfg.sigma_for(400) == 400 ** -0.6 and cfg.omega_for(10) == math.sqrt(0.01 / 1000)
+    assert Fig2Config(m=100, sigma=0.3, omega=0.2).sigma_for(400) == 0.3
+    a = AmplificationConfig(d=300, m=40)
+    assert a.omega_for(a.d) == math.sqrt(0.01 / 12000) and a.steps_() == a.T() == 3
+    # one thread rule: the field when set, else one thread for a small step, else torch's default (0)
+    assert threads_for(3, 4, 100, 100, 100) == 3
+    assert threads_for(0, 4, 100, 100, 100) == 1 and threads_for(0, 4, 1000, 400, 200) == 0
+
+
+@pytest.mark.parametrize("x", [0.5 - 0.0075, 0.4925, 0.5, 0.5075, 0.50751, 0.49249, 0.3, 1.0])
+def test_thresholds_give_the_old_verdicts(x):
+    """Thresholds in units of a run-time quantity reproduce the old comparisons exactly (the verdicts must not move)."""
+    tol = 3 * 0.5 / math.sqrt(2000 * 20)
+    assert Near(centre=0.5, of="3 s.e.").holds(x, tol) == (abs(x - 0.5) <= tol)
+    for bound in (tol, 0.8, 0.83, x):
+        assert AtLeast(lo=1, of="u").holds(x, bound) == (x >= bound)
+        assert AtMost(hi=1, of="u").holds(x, bound) == (x <= bound)
 
 
 def test_theorem1_claims_and_metrics(out):

@@ -6,7 +6,8 @@ import math
 import torch
 
 from featlab.papers.feature_amplification.data import XORClusterDistribution
-from featlab.papers.feature_amplification.experiments import Theorem1Config, _theorem1_run, gd, make_net
+from featlab.papers.feature_amplification.common import gd, make_net
+from featlab.papers.feature_amplification.theorem1 import Theorem1Config, _measure, _train
 from featlab.papers.feature_amplification import lemmas as amp
 
 
@@ -85,16 +86,27 @@ def test_min_neg_lprime_and_feature_change():
 def test_replica_equals_training_alone():
     """rfa-theorem1 trains every (η, seed) pair in one batch; replica i must match a run of that pair alone."""
     cfg = Theorem1Config(d=30, n=80, m=10, etas=[0.0, 0.2], n_test=50, steps=5, n_sweep=[])
-    pairs, _, _, _, net, res, _, st = _theorem1_run(cfg, [3, 4], cfg.n, torch.float64)
-    assert res.status == "complete" and len(pairs) == 4
+    run = _train(cfg, [3, 4], cfg.n, torch.float64)
+    net, res, st = run.net, run.res, _measure(run)
+    assert res.status == "complete" and len(run.reps) == 4
     i = 3  # (η = 0.2, seed 4)
+    assert run.reps.values[i] == 0.2 and run.reps[i] == 4
     solo = Theorem1Config(d=30, n=80, m=10, etas=[0.2], n_test=50, steps=5, n_sweep=[])
-    _, _, _, _, net1, _, _, st1 = _theorem1_run(solo, [4], solo.n, torch.float64)
+    run1 = _train(solo, [4], solo.n, torch.float64)
+    net1, st1 = run1.net, _measure(run1)
     torch.testing.assert_close(net.W.detach()[i], net1.W.detach()[0], rtol=1e-10, atol=1e-12)
     for k in ("test_err", "train_noisy_fit"):
         assert float(st[k][i]) == float(st1[k][0])
     # and replicas really differ: η changes the labels, so the weights differ from η = 0's with the same seed
     assert not torch.allclose(net.W.detach()[1], net.W.detach()[3])
+    # the trainer names replica i's rows by its own seed and η: the same rows as training that pair alone
+    f, f1 = res.frame(), run1.res.frame()
+    assert sorted(f["seed"].unique()) == [3, 4]
+    assert set(f["metric"]) == {f"eta={e}.{k}" for e in ("0", "0.2")
+                                for k in ("loss", "train_clean_correct", "train_noisy_fit")}
+    mine = f[f["metric"].str.startswith("eta=0.2.") & (f["seed"] == 4)].reset_index(drop=True)
+    assert mine[["seed", "step", "metric"]].equals(f1[["seed", "step", "metric"]])
+    assert (mine["value"] - f1["value"]).abs().max() < 1e-10
 
 
 def test_assumption_checker():

@@ -1,6 +1,7 @@
 import torch
 
-from featlab.train.loop import train
+from featlab.train.loop import record, train
+from featlab.utils import Replicas
 
 
 def quadratic(E, lr):
@@ -42,3 +43,17 @@ def test_probes_at_cadence_and_at_the_end():
     f = res.frame()
     assert sorted(f.step.unique()) == [0, 10, 20, 23]
     assert set(f.metric) == {"x.loss", "x.norm"} and set(f.seed) == {5, 6}
+
+
+def test_replicas_name_their_rows_by_seed_and_label():
+    reps = Replicas.grid([0.1, 0.3], [5, 6], label=lambda v: f"eta={v:g}.")  # (value, seed), value-major
+    w = torch.ones(4, 2, dtype=torch.float64, requires_grad=True)
+    res = train([w], lambda s: (w**2).sum(-1), 3, seeds=reps, lr=torch.tensor(reps.values), probe_every=10,
+                prefix="x.")
+    last = res.frame().query("step == 3")
+    assert sorted(zip(last.seed, last.metric)) == [(5, "eta=0.1.x.loss"), (5, "eta=0.3.x.loss"),
+                                                   (6, "eta=0.1.x.loss"), (6, "eta=0.3.x.loss")]
+    rows = []  # the same naming for measurements taken outside the trainer
+    record(rows, reps, 0, {"gap": torch.arange(4.0)})
+    assert rows == [(5, 0, "eta=0.1.gap", 0.0), (6, 0, "eta=0.1.gap", 1.0), (5, 0, "eta=0.3.gap", 2.0),
+                    (6, 0, "eta=0.3.gap", 3.0)]

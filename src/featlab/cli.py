@@ -150,6 +150,31 @@ def cmd_sweep(a) -> int:
     return 1 if failed or (a.strict and not held_all) else 0
 
 
+def cmd_data_check(a) -> int:
+    from .data.images import SPECS, check_root, where_to_get
+
+    root = Path(a.root or "data").expanduser()
+    rows = check_root(root)
+    print(f"data root: {root}")
+    print(table([list(r) for r in rows], ["dataset", "status", "detail"], [13, 8, 80]))
+    hints = [f"  {n}: {where_to_get(SPECS[n], root)}" for n, s, _ in rows if s != "ok"]
+    if hints:
+        print("\nwhere to get the others:")
+        print("\n".join(hints))
+    return 0 if all(s != "corrupt" for _, s, _ in rows) else 1
+
+
+def cmd_embed(a) -> int:
+    from .data.embeddings import clip_embeddings, require_open_clip, save_embeddings
+    from .data.images import load_images
+
+    require_open_clip()  # before reading the images
+    z, y, is_test = clip_embeddings(load_images("cifar10", a.root), a.pretrained, a.device, a.batch_size)
+    dest = save_embeddings(a.out, z, y, is_test)
+    print(f"wrote {len(z)} CLIP ViT-B-32 embeddings ({z.shape[1]}-d) to {dest}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)  # key=value may come after options
@@ -171,12 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "sweep":
             return cmd_sweep(args)
         if args.cmd == "data":
-            from .data.images import cmd_data_check
-
             return cmd_data_check(args)
         if args.cmd == "embed":
-            from .papers.images_tmp import cmd_embed
-
             return cmd_embed(args)
         return cmd_reproduce(args)
     except FeatlabError as e:

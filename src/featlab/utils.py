@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from contextlib import contextmanager
 
 import torch
+from tqdm.auto import tqdm
 
 
 def resolve_device(device: str) -> torch.device:
@@ -79,3 +81,16 @@ def torch_threads(n: int | None):
         yield
     finally:
         torch.set_num_threads(old)
+
+
+def _progress_enabled() -> bool | None:
+    env = os.environ.get("FEATLAB_PROGRESS")
+    if env is None:
+        return None  # tqdm: on for terminals, off for pipes and logs
+    return env not in ("0", "false", "no")
+
+
+def progress_bar(total: int, desc: str) -> tqdm:
+    """A bar with step, loss and ETA on stderr. FEATLAB_PROGRESS=1/0 forces it on/off (default: terminals)."""
+    on = _progress_enabled()
+    return tqdm(total=total, desc=desc, disable=None if on is None else not on, leave=False, dynamic_ncols=True)

@@ -135,19 +135,13 @@ def md5_bytes(data: bytes) -> str:
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
-def _where(spec, root: Path | str = "<root>") -> str:
+def where_to_get(spec: IdxSpec | CifarSpec, root: Path | str = "<root>") -> str:
+    """Where to download a dataset's files and where to put them (the hint of every missing-file message)."""
     if isinstance(spec, IdxSpec):
         return (f"download the four .gz files from {spec.url} into {Path(root) / spec.folder} (an existing "
                 f"torchvision download works as is)")
     return (f"download {spec.url} into {root} (keep the .tar.gz or extract it to {Path(root) / spec.folder}; an "
             f"existing torchvision download works as is)")
-
-
-def _check_name(name: str) -> str:
-    key = name.lower().replace("-", "").replace("_", "")
-    if key not in DATASETS:
-        raise DataError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)}")
-    return key
 
 
 # ------------------------------------------------------------------------------------------ IDX (MNIST family)
@@ -190,15 +184,10 @@ def _idx_file(spec: IdxSpec, folder: Path, stem: str) -> tuple[bytes | None, str
 
 def _load_idx(spec: IdxSpec, root: Path) -> ImageData:
     folder = root / spec.folder
-    blobs, bad = {}, []
-    for stem in _IDX_FILES:
-        blob, status = _idx_file(spec, folder, stem)
-        if blob is None:
-            bad.append(status)
-        blobs[stem] = blob
-    if bad:
-        raise DataError(f"{spec.name}: {'; '.join(bad)} in {folder}; {_where(spec, root)}")
-    arr = {s: parse_idx(blobs[s], f"{folder / s}") for s in _IDX_FILES}
+    got = {stem: _idx_file(spec, folder, stem) for stem in _IDX_FILES}  # stem -> (bytes or None, status)
+    if bad := [status for blob, status in got.values() if blob is None]:
+        raise DataError(f"{spec.name}: {'; '.join(bad)} in {folder}; {where_to_get(spec, root)}")
+    arr = {s: parse_idx(got[s][0], f"{folder / s}") for s in _IDX_FILES}
     xtr, ytr, xte, yte = (arr[s] for s in _IDX_FILES)
     for x, y, split in ((xtr, ytr, "train"), (xte, yte, "t10k")):
         if x.ndim != 3 or y.ndim != 1 or len(x) != len(y):
@@ -243,20 +232,17 @@ def _cifar_blobs(spec: CifarSpec, root: Path) -> tuple[dict[str, bytes], str]:
     names = {**spec.train, **spec.test, spec.meta[0]: spec.meta[1]}
     present = {n: folder / n for n in names if (folder / n).is_file()}
     if len(present) == len(names):
-        blobs, bad = {}, []
-        for n, md5 in names.items():
-            b = present[n].read_bytes()
-            if md5_bytes(b) != md5:
-                bad.append(f"{n}: corrupt (MD5 mismatch)")
-            blobs[n] = b
+        blobs = {n: present[n].read_bytes() for n in names}
+        bad = [f"{n}: corrupt (MD5 mismatch)" for n, md5 in names.items() if md5_bytes(blobs[n]) != md5]
         if not bad:
             return blobs, str(folder)
         if not archive.is_file():
-            raise DataError(f"{spec.name}: {'; '.join(bad)} in {folder}; {_where(spec, root)}")
+            raise DataError(f"{spec.name}: {'; '.join(bad)} in {folder}; {where_to_get(spec, root)}")
     if archive.is_file():
         tgz = archive.read_bytes()
         if md5_bytes(tgz) != spec.archive_md5:
-            raise DataError(f"{spec.name}: {archive.name} is corrupt (MD5 mismatch) in {root}; {_where(spec, root)}")
+            raise DataError(f"{spec.name}: {archive.name} is corrupt (MD5 mismatch) in {root}; "
+                            f"{where_to_get(spec, root)}")
         blobs = {}
         with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tf:
             for m in tf.getmembers():
@@ -266,11 +252,12 @@ def _cifar_blobs(spec: CifarSpec, root: Path) -> tuple[dict[str, bytes], str]:
         missing = [n for n in names if n not in blobs]
         bad = [n for n in names if n in blobs and md5_bytes(blobs[n]) != names[n]]
         if missing or bad:
-            raise DataError(f"{spec.name}: {archive.name} lacks {missing} or holds corrupt {bad}; {_where(spec, root)}")
+            raise DataError(f"{spec.name}: {archive.name} lacks {missing} or holds corrupt {bad}; "
+                            f"{where_to_get(spec, root)}")
         return blobs, str(archive)
     missing = [n for n in names if n not in present]
     raise DataError(f"{spec.name}: missing {', '.join(missing)} in {folder} and no {spec.archive} in {root}; "
-                    f"{_where(spec, root)}")
+                    f"{where_to_get(spec, root)}")
 
 
 def _load_cifar(spec: CifarSpec, root: Path) -> ImageData:
@@ -293,9 +280,8 @@ def _load_cifar(spec: CifarSpec, root: Path) -> ImageData:
     xtr, ytr = batch(spec.train)
     xte, yte = batch(spec.test)
     meta = safe_unpickle(blobs[spec.meta[0]], f"{src}:{spec.meta[0]}")
-    classes = [str(c) for c in meta.get(spec.meta[2], [])] if isinstance(meta, dict) else []
-    if not classes:
-        classes = [str(i) for i in range(int(ytr.max()) + 1)]
+    classes = ([str(c) for c in meta.get(spec.meta[2], [])] if isinstance(meta, dict) else []) or [
+        str(i) for i in range(int(ytr.max()) + 1)]
     return ImageData(spec.name, xtr, ytr, xte, yte, classes, spec.mean, spec.std, [src])
 
 
@@ -311,29 +297,30 @@ def load_digits_split(test_fraction: float = 1 / 3) -> ImageData:
     d = load_digits()
     x = torch.from_numpy(d.images.astype(np.float32) / 16.0)[:, None]
     y = torch.from_numpy(d.target.astype(np.int64))
-    g = torch.Generator().manual_seed(0)
-    test_idx = []
-    for c in range(10):
-        idx = (y == c).nonzero().flatten()
-        idx = idx[torch.randperm(len(idx), generator=g)]
-        test_idx.append(idx[: round(len(idx) * test_fraction)])
-    te = torch.cat(test_idx).sort().values
-    mask = torch.ones(len(y), dtype=torch.bool)
-    mask[te] = False
-    return ImageData("digits", x[mask], y[mask], x[te], y[te], [str(i) for i in range(10)], DIGITS_MEAN, DIGITS_STD,
+    te = stratified_test_mask(y, test_fraction)
+    return ImageData("digits", x[~te], y[~te], x[te], y[te], [str(i) for i in range(10)], DIGITS_MEAN, DIGITS_STD,
                      ["sklearn.datasets.load_digits"])
+
+
+def stratified_test_mask(y: torch.Tensor, test_fraction: float) -> torch.Tensor:
+    """A fixed stratified split: True for round(n_c · test_fraction) examples of each class c, drawn from seed 0."""
+    g = torch.Generator().manual_seed(0)
+    is_test = torch.zeros(len(y), dtype=torch.bool)
+    for c in y.unique():
+        idx = (y == c).nonzero().flatten()
+        is_test[idx[torch.randperm(len(idx), generator=g)][: round(len(idx) * test_fraction)]] = True
+    return is_test
 
 
 def load_images(name: str, root: str | Path = "data") -> ImageData:
     """Load a dataset by name (digits, mnist, fashionmnist, cifar10, cifar100) from ``root``."""
-    key = _check_name(name)
+    key = name.lower().replace("-", "").replace("_", "")
+    if key not in DATASETS:
+        raise DataError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)}")
     if key == "digits":
         return load_digits_split()
     spec = SPECS[key]
-    root = Path(root).expanduser()
-    if isinstance(spec, IdxSpec):
-        return _load_idx(spec, root)
-    return _load_cifar(spec, root)
+    return (_load_idx if isinstance(spec, IdxSpec) else _load_cifar)(spec, Path(root).expanduser())
 
 
 # ------------------------------------------------------------------------------------------ featlab data check
@@ -344,14 +331,13 @@ def check_root(root: str | Path) -> list[tuple[str, str, str]]:
     for name, spec in SPECS.items():
         if isinstance(spec, IdxSpec):
             statuses = [_idx_file(spec, root / spec.folder, s)[1] for s in _IDX_FILES]
-            ok = all(s.endswith(": ok") for s in statuses)
-            missing = all(s.endswith("missing") for s in statuses)
-            state = "ok" if ok else "missing" if missing else "corrupt"
-            detail = f"{root / spec.folder}" if ok else "; ".join(s for s in statuses if not s.endswith(": ok"))
+            bad = [s for s in statuses if not s.endswith(": ok")]
+            state = "ok" if not bad else "missing" if len(bad) == len(statuses) and all(
+                s.endswith("missing") for s in bad) else "corrupt"
+            detail = "; ".join(bad) or f"{root / spec.folder}"
         else:
             try:
-                _, src = _cifar_blobs(spec, root)
-                state, detail = "ok", src
+                state, detail = "ok", _cifar_blobs(spec, root)[1]
             except DataError as e:
                 msg = str(e)
                 state = "missing" if "missing" in msg and "corrupt" not in msg else "corrupt"
@@ -359,16 +345,3 @@ def check_root(root: str | Path) -> list[tuple[str, str, str]]:
         rows.append((name, state, detail))
     return rows
 
-
-def cmd_data_check(args) -> int:
-    from ..report.tables import table
-
-    root = getattr(args, "root", None) or "data"
-    rows = check_root(root)
-    print(f"data root: {Path(root).expanduser()}")
-    print(table([list(r) for r in rows], ["dataset", "status", "detail"], [13, 8, 80]))
-    hints = [f"  {n}: {_where(SPECS[n], Path(root).expanduser())}" for n, s, _ in rows if s != "ok"]
-    if hints:
-        print("\nwhere to get the others:")
-        print("\n".join(hints))
-    return 0 if all(s != "corrupt" for _, s, _ in rows) else 1

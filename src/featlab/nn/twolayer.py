@@ -120,6 +120,29 @@ class EnsembleTwoLayer(nn.Module):
         return EnsembleTwoLayer(self.W.detach()[i : i + 1].clone(), self.A.clone(), b, self.activation, self.squeeze)
 
 
+# -------------------------------------------------------------------- patch read-outs (MM Def 4.2)
+# Functions of any model with ``preactivation``, ``activation`` and a fixed read-out ``A`` (M, k), so that the Midpoint
+# Mixup losses can read out mixed pre-activations without materialising the mixed inputs.
+def patch_preactivation(model, x: torch.Tensor) -> torch.Tensor:
+    """Per-replica pre-activations with a patch axis: (E, n, P, M); inputs without patches get P = 1."""
+    H = model.preactivation(x, shared=False)
+    return H if H.dim() == 4 else H.unsqueeze(2)
+
+
+def logits_from_preact(model, H: torch.Tensor, mult: torch.Tensor | None = None) -> torch.Tensor:
+    """g(x) = A^T Σ_p mult_p act(H_p): (E, ..., P, M) → (E, ..., k).  (MM Eq. 4.1)
+
+    ``mult`` (P,): multiplicity of each patch (patches merged by ``compress_patches``); None = 1 each."""
+    a = model.activation(H)
+    a = a.sum(-2) if mult is None else (a * mult.to(a.dtype)[:, None]).sum(-2)
+    return a @ model.A
+
+
+def patch_logits(model, x: torch.Tensor, mult: torch.Tensor | None = None) -> torch.Tensor:
+    """Logits (E, n, k) of per-replica inputs x (E, n, [P,] d), patches weighted by ``mult``."""
+    return logits_from_preact(model, patch_preactivation(model, x), mult)
+
+
 # -------------------------------------------------------------------- fixed second layers
 def signed_readout(m_pos: int, m_neg: int, scale: float) -> torch.Tensor:
     """(m_pos + m_neg, 1): +scale for the first m_pos neurons, −scale for the rest."""
@@ -132,18 +155,44 @@ def block_readout(k: int, h: int, scale: float) -> torch.Tensor:
 
 
 # -------------------------------------------------------------------- read-outs of k-class models
-def binary_readout(logits: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
-    """F^binary = Σ_{J+} p_j − Σ_{J−} p_j (FA §4.2), from logits (..., k) and a (k,) boolean mask of J+."""
+def positive_mask(positive, k: int, device=None) -> torch.Tensor:
+    """J+ as a (k,) boolean mask, from a (k,) boolean mask or a 1-D tensor/list of 0-based class indices of J+."""
+    if isinstance(positive, torch.Tensor) and positive.dtype == torch.bool:
+        if positive.shape != (k,):
+            raise ValueError(f"positive: a boolean mask must have shape ({k},); got {tuple(positive.shape)}")
+        return positive.to(device) if device is not None else positive
+    idx = torch.as_tensor(positive)
+    if idx.dtype == torch.bool:  # a list of booleans
+        return positive_mask(idx, k, device)
+    if idx.numel() == 0:
+        idx = idx.long()
+    if idx.dim() != 1 or idx.is_floating_point() or idx.is_complex():
+        raise ValueError(f"positive: expected a ({k},) boolean mask or a 1-D list of 0-based class indices; "
+                         f"got {positive!r}")
+    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= k):
+        raise ValueError(f"positive: class indices are 0-based and must lie in [0, {k - 1}]; got {idx.tolist()}")
+    mask = torch.zeros(k, dtype=torch.bool, device=device)
+    mask[idx.to(device=device, dtype=torch.long)] = True
+    return mask
+
+
+def binary_readout(logits: torch.Tensor, positive) -> torch.Tensor:
+    """F^binary = Σ_{J+} p_j − Σ_{J−} p_j (FA §4.2), from logits (..., k).
+
+    ``positive``: J+ as a (k,) boolean mask or a 1-D tensor/list of 0-based class indices (see positive_mask)."""
+    positive = positive_mask(positive, logits.shape[-1], logits.device)
     p = logits.softmax(-1)
     return (p * (positive.to(p.dtype) * 2 - 1)).sum(-1)
 
 
-def logit_margin_readout(logits: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
+def logit_margin_readout(logits: torch.Tensor, positive) -> torch.Tensor:
     """G = logsumexp_{J+} f_j − logsumexp_{J−} f_j: sgn G = sgn F^binary, but G does not saturate.
 
     F^binary = (A − B)/(A + B) with A = Σ_{J+} e^{f_j}, B = Σ_{J−} e^{f_j}, and log A − log B has the same sign.
     PGD attacks G so that its gradients stay informative where softmax saturates.
+    ``positive``: J+ as a (k,) boolean mask or a 1-D tensor/list of 0-based class indices (see positive_mask).
     """
+    positive = positive_mask(positive, logits.shape[-1], logits.device)
     neg_inf = torch.finfo(logits.dtype).min
     pos = logits.masked_fill(~positive, neg_inf).logsumexp(-1)
     neg = logits.masked_fill(positive, neg_inf).logsumexp(-1)

@@ -5,4 +5,3 @@ paper is one more folder and one more line here. (Outside packages register thei
 from . import feature_averaging  # noqa: F401
 from . import midpoint_mixup  # noqa: F401
 from . import feature_amplification  # noqa: F401
-from . import images_tmp  # noqa: F401

@@ -44,8 +44,10 @@ def pgd_l2(score: Score, x: torch.Tensor, y: torch.Tensor, eps: float | torch.Te
     ``score`` maps inputs to one real number per example whose sign is the prediction; for a k-class model pass
     the read-out that is scored (e.g. :func:`~featlab.nn.logit_margin_readout`), not its cross-entropy.
     ``eps`` is a scalar or a tensor over the batch axes (one radius per example). ``step_size`` defaults to
-    2.5·eps/steps. Returns (worst x found, fooled) where ``fooled`` is True for examples misclassified at any
-    iterate of any restart — the iterates all lie in the ball, so each is a valid adversarial example.
+    2.5·eps/steps. Returns ``(x_adv, fooled)``: ``fooled`` is True for examples misclassified at x or at any
+    iterate of any restart; ``x_adv`` holds, for an example first fooled at an iterate, that iterate (the first
+    one that fooled it, after clipping: it lies in the ball, a valid adversarial example), and x itself for
+    every other example: those never fooled and those already misclassified at x.
     """
     batch_shape = x.shape[:-event_dims]
     eps_t = torch.as_tensor(eps, dtype=x.dtype, device=x.device)
@@ -80,44 +82,64 @@ def direction_attack(x: torch.Tensor, y: torch.Tensor, u: torch.Tensor, eps: flo
     return x - y.to(x.dtype)[..., None] * eps * u[:, None, :]
 
 
-def _gather(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-    return t.gather(1, idx.reshape(*idx.shape, *([1] * (t.dim() - 2))).expand(*idx.shape, *t.shape[2:]))
-
-
 @torch.no_grad()
 def robust_accuracy_curve(score: Score, x: torch.Tensor, y: torch.Tensor, radii: list[float], *,
                           steps: int = 50, step_size_factor: float = 2.5, random_start: bool = True,
-                          restarts: int = 1, generator: torch.Generator | None = None,
-                          progress=None) -> torch.Tensor:
-    """Robust accuracy (R, E) of replica-batched data x (E, n, d), y (E, n) under ℓ2 PGD at each radius.
+                          restarts: int = 1, generator: torch.Generator | None = None, progress=None,
+                          event_dims: int = 1, clip: tuple[float, float] | None = None, batch_size: int | None = None,
+                          device=None, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Robust accuracy under ℓ2 PGD at each radius, for vectors and images alike.
 
-    Radii are attacked in increasing order and only points still robust at the previous radius are attacked
-    again: an adversarial example within radius r is one within any r' ≥ r, so this is exact for the
-    attack and makes the curve monotone (a stronger attack than attacking every radius from scratch).
+    * replica-batched data x (E, n, *event), y (E, n) → (R, E): the synthetic nets, ``event_dims=1``;
+    * one batch x (n, *event), y (n,) → (R,): e.g. images (n, C, H, W) with ``event_dims=3``, ``clip=(0, 1)``.
+
+    ``y`` ∈ {−1, +1}; ``score`` is cast to x's dtype. Radii are attacked in increasing order (each distinct radius
+    once) and only points still robust at the previous radius are attacked again: an adversarial example within
+    radius r is one within any r' ≥ r, so this is exact for the attack and makes the curve monotone (a stronger
+    attack than attacking every radius from scratch). The survivors are attacked ``batch_size`` per replica at a
+    time (None: all at once) on ``device`` (None: x's device); accuracies are returned in ``dtype`` (None: x's).
     """
-    E, n = y.shape
-    alive = correct(score(x), y)  # (E, n)
-    out = []
-    for r in sorted(radii):
+    radii = [float(r) for r in radii]
+    if any(r < 0 for r in radii):
+        raise ValueError(f"radii must be >= 0; got {next(r for r in radii if r < 0)!r}")
+    single = y.dim() == 1  # one batch: give it a replica axis of 1
+    xr, yr = (x[None], y[None]) if single else (x, y)
+    f = (lambda z: score(z[0]).to(x.dtype)[None]) if single else (lambda z: score(z).to(x.dtype))  # noqa: E731
+    device = device or x.device
+    E, n = yr.shape
+    bs = batch_size or max(n, 1)
+    alive = torch.cat([correct(f(xr[:, i: i + bs].to(device)), yr[:, i: i + bs].to(device)).to(x.device)
+                       for i in range(0, n, bs)], 1)  # (E, n)
+    acc = {}
+    for r in sorted(set(radii)):
         if r > 0 and alive.any():
-            cnt = alive.sum(1)
-            n_s = int(cnt.max())
-            order = torch.argsort(alive.to(torch.int8), dim=1, descending=True, stable=True)[:, :n_s]
-            valid = torch.arange(n_s)[None, :] < cnt[:, None]
-            xs, ys = _gather(x, order), _gather(y, order)
-            with torch.enable_grad():
-                _, fooled = pgd_l2(score, xs, ys, r, steps=steps, step_size=step_size_factor * r / steps,
-                                   random_start=random_start, restarts=restarts, generator=generator)
-            broken = fooled & valid
-            alive = alive.scatter(1, order, alive.gather(1, order) & ~broken)
-        out.append(alive.to(x.dtype).mean(1))
+            alive = _attack_survivors(f, xr, yr, alive, r, bs, device, event_dims, clip, generator,
+                                      dict(steps=steps, step_size=step_size_factor * r / steps,
+                                           random_start=random_start, restarts=restarts))
+        acc[r] = alive.to(dtype or x.dtype).mean(1)
         if progress is not None:
             progress.update(1)
-    order_back = sorted(range(len(radii)), key=lambda i: radii[i])
-    res = torch.empty(len(radii), E, dtype=x.dtype)
-    for pos, i in enumerate(order_back):
-        res[i] = out[pos]
-    return res
+    res = torch.stack([acc[r] for r in radii])  # (R, E), in the order of ``radii``
+    return res[:, 0] if single else res
+
+
+def _attack_survivors(f, x, y, alive, r, bs, device, event_dims, clip, generator, pgd) -> torch.Tensor:
+    """``alive`` (E, n) after PGD at radius r on its True entries, gathered per replica (padded to the largest
+    count; padding is attacked but ignored) and attacked ``bs`` per replica at a time."""
+    cnt = alive.sum(1)
+    n_s = int(cnt.max())
+    order = torch.argsort(alive.to(torch.int8), dim=1, descending=True, stable=True)[:, :n_s]
+    valid = torch.arange(n_s, device=alive.device)[None, :] < cnt[:, None]
+    rows = torch.arange(len(order), device=order.device)[:, None]
+    broken = torch.zeros_like(valid)
+    with torch.enable_grad():
+        for i in range(0, n_s, bs):
+            o = order[:, i: i + bs]
+            _, fooled = pgd_l2(f, x[rows, o].to(device), y[rows, o].to(device), r, event_dims=event_dims, clip=clip,
+                               generator=generator, **pgd)
+            broken[:, i: i + bs] = fooled.to(alive.device)
+    broken &= valid
+    return alive.scatter(1, order, alive.gather(1, order) & ~broken)
 
 
 def critical_radius(radii: list[float], acc: torch.Tensor, level: float = 0.5) -> torch.Tensor:

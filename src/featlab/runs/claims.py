@@ -19,11 +19,17 @@ def _num(v: float) -> str:
     return f"{v:.3g}" if isinstance(v, float) and not float(v).is_integer() else f"{v:g}"
 
 
+def _times(v: float, unit: str) -> str:
+    """'0.6·√(d/k)', or just the unit when the multiple is 1 ('1 − 4δ')."""
+    return unit if v == 1 else f"{_num(v)}·{unit}"
+
+
 @dataclass(frozen=True)
 class Threshold:
     """Base class: ``bounds(scale)`` → (lo, hi) with None for an open side; ``of`` names the unit of the bounds."""
 
     of: str | None = None
+    strict: bool = False  # '>' / '<' instead of '>=' / '<='
 
     def bounds(self, scale: float | None) -> tuple[float | None, float | None]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -39,7 +45,12 @@ class Threshold:
         if not isinstance(measured, (int, float)) or math.isnan(measured):
             return False
         lo, hi = self.bounds(scale)
+        if self.strict:
+            return (lo is None or measured > lo) and (hi is None or measured < hi)
         return (lo is None or measured >= lo) and (hi is None or measured <= hi)
+
+    def _op(self, op: str) -> str:
+        return op if self.strict else op + "="
 
     def text(self, scale: float | None = None) -> str:
         """The declared form (``scale=None``: '>= 0.99', 'in [0.6, 1.4]·√(d/k)') or the run's numbers."""
@@ -54,9 +65,10 @@ class AtLeast(Threshold):
         return self._scaled(self.lo, scale), None
 
     def text(self, scale=None):
+        op = self._op(">")
         if self.of is None:
-            return f">= {_num(self.lo)}"
-        return f">= {_num(self.lo)}·{self.of}" if scale is None else f">= {self._scaled(self.lo, scale):.3g}"
+            return f"{op} {_num(self.lo)}"
+        return f"{op} {_times(self.lo, self.of)}" if scale is None else f"{op} {self._scaled(self.lo, scale):.3g}"
 
 
 @dataclass(frozen=True)
@@ -67,9 +79,10 @@ class AtMost(Threshold):
         return None, self._scaled(self.hi, scale)
 
     def text(self, scale=None):
+        op = self._op("<")
         if self.of is None:
-            return f"<= {_num(self.hi)}"
-        return f"<= {_num(self.hi)}·{self.of}" if scale is None else f"<= {self._scaled(self.hi, scale):.3g}"
+            return f"{op} {_num(self.hi)}"
+        return f"{op} {_times(self.hi, self.of)}" if scale is None else f"{op} {self._scaled(self.hi, scale):.3g}"
 
 
 @dataclass(frozen=True)
@@ -81,24 +94,38 @@ class Within(Threshold):
         return self._scaled(self.lo, scale), self._scaled(self.hi, scale)
 
     def text(self, scale=None):
+        a, b = ("(", ")") if self.strict else ("[", "]")
         if self.of is None:
-            return f"in [{_num(self.lo)}, {_num(self.hi)}]"
+            return f"in {a}{_num(self.lo)}, {_num(self.hi)}{b}"
         if scale is None:
-            return f"in [{_num(self.lo)}, {_num(self.hi)}]·{self.of}"
+            return f"in {a}{_num(self.lo)}, {_num(self.hi)}{b}·{self.of}"
         lo, hi = self.bounds(scale)
-        return f"in [{lo:.3g}, {hi:.3g}]"
+        return f"in {a}{lo:.3g}, {hi:.3g}{b}"
 
 
-def at_least(lo: float, of: str | None = None) -> AtLeast:
-    return AtLeast(of, lo)
+@dataclass(frozen=True)
+class Near(Threshold):
+    """|measured − centre| <= tol (tol in units of ``of`` when given): a band around a value the paper fixes, whose
+    half-width scales with the setting (e.g. 1/2 ± 3 s.e. of a test estimate)."""
 
+    centre: float = 0.0
+    tol: float = 1.0
 
-def at_most(hi: float, of: str | None = None) -> AtMost:
-    return AtMost(of, hi)
+    def bounds(self, scale):
+        t = self._scaled(self.tol, scale)
+        return self.centre - t, self.centre + t
 
+    def holds(self, measured: float, scale: float | None = None) -> bool:
+        if not isinstance(measured, (int, float)) or math.isnan(measured):
+            return False
+        return abs(measured - self.centre) <= self._scaled(self.tol, scale)
 
-def within(lo: float, hi: float, of: str | None = None) -> Within:
-    return Within(of, lo, hi)
+    def text(self, scale=None):
+        if self.of is None:
+            return f"in {_num(self.centre)} ± {_num(self.tol)}"
+        if scale is None:
+            return f"in {_num(self.centre)} ± {_times(self.tol, self.of)}"
+        return f"in {_num(self.centre)} ± {self._scaled(self.tol, scale):.3g}"
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,19 @@
     res = fit(model, batch_fn, n_train, spec, objective=mixup_objective(Mixup(1.0)), evaluate=ev,
               seed=0, checkpoint=Path("ckpt/mixup-seed0.pt"), fingerprint={"experiment": ..., "config": ...})
     res.history   # one dict per epoch: epoch, train_loss, lr, images_per_s and whatever ``evaluate`` returns
+    ctx.trained(res)  # like the synthetic trainer's result: status, message, frame() of (seed, step, metric, value)
 
 * ``batch_fn(idx, generator) -> (x, y)`` builds the training batch of the example indices ``idx`` (so a dataset
-  wrapper such as :class:`~featlab.data.spurious.SpuriousChannels` draws its γ from the given generator).
+  wrapper, e.g. Midpoint Mixup's spurious channels, draws its random mixing from the given generator).
 * Every random draw of epoch e (order, γ, Mixup's pairing and λ, augmentation) comes from a generator keyed by
   (seed, role, e): a run resumed at epoch e is bit-identical to one never interrupted (on CPU).
 * A checkpoint (model, optimizer, AMP scaler, history, fingerprint) is written atomically after every epoch and
   read with ``torch.load(weights_only=True)``. Running the same command again continues where it stopped; a
   checkpoint written under another fingerprint (another config) is refused with the fields that differ.
+  A config marks the fields that do not change training in ``NOT_TRAINING``; :func:`fingerprint_of` leaves them out.
 * ``device="auto"`` uses CUDA when present, with float16 autocast and a gradient scaler there.
+* What the image experiments of every paper share: :class:`ImageTrainFields`, :func:`build_model`,
+  :func:`load_run_data`, :func:`run_checkpoints`.
 """
 
 from __future__ import annotations
@@ -20,20 +24,28 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ClassVar, Iterator, Literal
 
+import pandas as pd
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 from torch import nn
 
-from ..errors import ConfigError, FeatlabError
+from ..config import ExperimentConfig
+from ..data.images import ImageData, load_images
+from ..errors import ConfigError, DataError, FeatlabError
+from ..nn.resnet import Normalize, resnet18
+from ..nn.smallcnn import SmallCNN
 from ..utils import generator as make_generator
 from ..utils import resolve_device
-from .loop import progress_bar
+from ..utils import progress_bar
 from .mixup import Mixup, mixup_cross_entropy
 
 BatchFn = Callable[[torch.Tensor, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
@@ -73,14 +85,24 @@ class FitSpec:
 
 @dataclass
 class FitResult:
+    """What :func:`fit` returns; shares the synthetic trainer's protocol (``status``, ``message``, ``frame()``)."""
+
     history: list[dict[str, float]] = field(default_factory=list)
-    status: str = "complete"
+    status: str = "complete"  # or "failed" (the loss became non-finite)
     message: str = ""
     resumed_from: int = 0  # epochs already done when this call started
     elapsed_s: float = 0.0
+    seed: int = 0
+    prefix: str = ""  # metric-name prefix of frame(), e.g. "erm."
 
     def series(self, key: str) -> list[float]:
         return [h[key] for h in self.history]
+
+    def frame(self) -> pd.DataFrame:
+        """Every measurement of the history as tidy rows (seed, step = epoch, prefix + metric, value)."""
+        rows = [(self.seed, int(h["epoch"]), self.prefix + k, float(v)) for h in self.history for k, v in h.items()
+                if k != "epoch"]
+        return pd.DataFrame(rows, columns=["seed", "step", "metric", "value"])
 
 
 # ------------------------------------------------------------------------------------------ objectives
@@ -109,10 +131,6 @@ def predict(model: nn.Module, x: torch.Tensor, batch_size: int = 1000, device=No
     out = [model(x[i: i + batch_size].to(device)).float().cpu() for i in range(0, len(x), batch_size)]
     model.train(was)
     return torch.cat(out)
-
-
-def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 1000) -> float:
-    return (predict(model, x, batch_size).argmax(-1) == y).double().mean().item()
 
 
 # ------------------------------------------------------------------------------------------ checkpoints
@@ -173,8 +191,10 @@ def _batches(n: int, batch_size: int, g: torch.Generator) -> Iterator[torch.Tens
 def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, objective: Objective = erm_objective,
         evaluate: Callable[[nn.Module], dict[str, float]] | None = None, seed: int = 0, device: str = "auto",
         checkpoint: str | Path | None = None, fingerprint: dict | None = None, desc: str = "train",
-        on_epoch_end: Callable[[int, list], None] | None = None) -> FitResult:
-    """Train ``model`` for ``spec.epochs`` epochs (resuming from ``checkpoint`` if it holds earlier epochs)."""
+        on_epoch_end: Callable[[int, list], None] | None = None, prefix: str = "") -> FitResult:
+    """Train ``model`` for ``spec.epochs`` epochs (resuming from ``checkpoint`` if it holds earlier epochs).
+
+    ``prefix`` names the result's metrics in ``frame()`` (``prefix + "test_err"``), as the synthetic trainer's."""
     if spec.batch_size > n_train:
         raise ConfigError(f"the 'batch_size' field ({spec.batch_size}) is larger than the training set "
                           f"({n_train} images); choose batch_size <= {n_train}")
@@ -190,7 +210,7 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, obj
     fp = {"fingerprint": fingerprint or {}, "spec": {k: v for k, v in spec.__dict__.items()}, "seed": seed}
     fp_json = json.dumps(fp, sort_keys=True, default=str)
     ckpt = Path(checkpoint) if checkpoint is not None else None
-    res = FitResult()
+    res = FitResult(seed=seed, prefix=prefix)
     start = 0
     if ckpt is not None and (state := load_checkpoint(ckpt, json.loads(fp_json))) is not None:
         model.load_state_dict(state["model"])
@@ -254,11 +274,73 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, obj
 
 
 def fingerprint_of(experiment_id: str, cfg: Any, **extra: Any) -> dict:
-    """What a checkpoint must have been written under: the experiment, its config (minus fields that do not
-    change the training, e.g. where checkpoints live) and the model's tag."""
+    """What a checkpoint must have been written under: the experiment, its config minus the fields the config's
+    class marks as not changing the training (``NOT_TRAINING``: where checkpoints live, the attack...) and the
+    model's tag."""
     d = dict(cfg.to_dict()) if hasattr(cfg, "to_dict") else dict(cfg)
-    for k in ("checkpoint_dir", "keep_checkpoints", "cpu_threads", "data_root", "device", "seeds", "seed", "pgd_steps",
-              "pgd_restarts", "pgd_step_factor",
-              "radii", "eval_batch", "n_attack"):
+    for k in getattr(cfg, "NOT_TRAINING", ()):
         d.pop(k, None)
     return {"experiment": experiment_id, "config": d, **extra}
+
+
+# ------------------------------------------------------------------------------------------ image experiments
+class ImageTrainFields(ExperimentConfig):
+    """Config fields of every image experiment: data, model, optimiser, checkpoints."""
+
+    NOT_TRAINING: ClassVar[frozenset[str]] = frozenset({  # left out of checkpoint fingerprints
+        "seeds", "seed", "device", "data_root", "eval_batch", "checkpoint_dir", "keep_checkpoints", "cpu_threads"})
+
+    data_root: str = Field("data", description="folder holding the datasets in torchvision's layout")
+    model: Literal["smallcnn", "resnet18"] = Field("resnet18", description="CIFAR ResNet-18 or the small CPU CNN")
+    width: int = Field(64, ge=1, description="channels of the first stage (64 = ResNet-18; 32 for the small CNN)")
+    epochs: int = Field(100, ge=1, description="training epochs")
+    batch_size: int = Field(128, ge=1, description="mini-batch size")
+    optimizer: Literal["adam", "sgd"] = Field("sgd", description="Adam (β = 0.9, 0.999) or SGD")
+    lr: float = Field(1e-3, gt=0, description="learning rate")
+    momentum: float = Field(0.0, ge=0, lt=1, description="SGD momentum")
+    weight_decay: float = Field(0.0, ge=0, description="L2 weight decay")
+    schedule: Literal["none", "cosine"] = Field("none", description="learning-rate schedule (per epoch)")
+    eval_batch: int = Field(1000, ge=1, description="batch size of evaluation and attacks")
+    checkpoint_dir: str | None = Field(None, description="where per-epoch checkpoints go (default: beside the runs)")
+    keep_checkpoints: bool = Field(False, description="keep the final checkpoints (trained weights) after the run")
+    cpu_threads: int | None = Field(None, ge=1, description="torch CPU threads while this experiment runs (None: "
+                                    "leave as is; 1 is fastest for the small CNN on a shared CPU)")
+    smoke: bool = Field(False, description="pipeline smoke test (the quick preset of a real-data experiment runs "
+                        "on digits for a few epochs): figures and metrics, no claims")
+
+    def fit_spec(self) -> FitSpec:
+        return FitSpec(self.epochs, self.batch_size, self.optimizer, self.lr, self.momentum, self.weight_decay,
+                       self.schedule)
+
+
+def build_model(kind: str, in_channels: int, num_classes: int, width: int, seed: int,
+                normalize: tuple | None = None) -> nn.Module:
+    """A fresh model whose init comes from seed alone (the global RNG is forked, not touched)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(make_generator(seed, "init/image").initial_seed()) % (2**63))
+        net = resnet18(in_channels, num_classes, width) if kind == "resnet18" else SmallCNN(in_channels, num_classes,
+                                                                                            width)
+    return nn.Sequential(Normalize(*normalize), net) if normalize is not None else net
+
+
+def load_run_data(ctx) -> ImageData:
+    """The run's dataset (``cfg.dataset`` under ``cfg.data_root``); a missing file's message names the experiment."""
+    try:
+        return load_images(ctx.cfg.dataset, ctx.cfg.data_root)
+    except DataError as e:
+        raise DataError(f"{ctx.experiment_id}: {e}") from None
+
+
+@contextmanager
+def run_checkpoints(ctx) -> Iterator[Path]:
+    """The run's checkpoint folder (``checkpoint_dir`` or OUT/<experiment>/.checkpoints/<run-id>), removed (with
+    .checkpoints once empty) when the block completes unless ``keep_checkpoints``. A run that raises (killed,
+    diverged) keeps them, so the same command resumes."""
+    ck = Path(ctx.cfg.checkpoint_dir or ctx.dir.parent / ".checkpoints" / ctx.cfg.digest(ctx.experiment_id))
+    yield ck
+    if not ctx.cfg.keep_checkpoints:
+        shutil.rmtree(ck, ignore_errors=True)
+        try:
+            ck.parent.rmdir()
+        except OSError:
+            pass

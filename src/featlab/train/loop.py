@@ -8,14 +8,14 @@ tracked on the device as the first step each replica's loss became non-finite.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
+
+from ..utils import progress_bar
 
 
 class EnsembleOptimizer:
@@ -76,19 +76,6 @@ class TrainResult:
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.records, columns=["seed", "step", "metric", "value"])
-
-
-def _progress_enabled() -> bool | None:
-    env = os.environ.get("FEATLAB_PROGRESS")
-    if env is None:
-        return None  # tqdm: on for terminals, off for pipes and logs
-    return env not in ("0", "false", "no")
-
-
-def progress_bar(total: int, desc: str) -> tqdm:
-    """A bar with step, loss and ETA on stderr. FEATLAB_PROGRESS=1/0 forces it on/off (default: terminals)."""
-    on = _progress_enabled()
-    return tqdm(total=total, desc=desc, disable=None if on is None else not on, leave=False, dynamic_ncols=True)
 
 
 def record(records: list, seeds: list[int], step: int, values: dict[str, torch.Tensor], prefix: str = "") -> None:

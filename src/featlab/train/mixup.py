@@ -19,8 +19,30 @@ import torch.nn.functional as F
 from ..errors import ConfigError
 
 
-def random_pairing(n: int, allow_self_pairs: bool = True, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Partner index of each example: a random permutation, or a random derangement (no i paired with i)."""
+def _per_replica(generator, draw) -> torch.Tensor:
+    """``draw(generator)``, or with a list of generators (one per replica) the (E, ...) stack of their draws."""
+    if isinstance(generator, (list, tuple)):
+        return torch.stack([draw(g) for g in generator])
+    return draw(generator)
+
+
+def random_pairing(n: int, allow_self_pairs: bool = True, generator: torch.Generator | None = None, *,
+                   independent: bool = False) -> torch.Tensor:
+    """Partner index of each of n examples: the one pairing used by the batch transform and the replica losses.
+
+    independent=False (the batch transform): a random permutation, or with ``allow_self_pairs=False`` a random
+    derangement (no i paired with i). independent=True (Midpoint Mixup's sampled pairs, the public code): each i
+    draws its partner uniformly from the n examples, or uniformly from the n − 1 others.
+    ``generator``: one generator → (n,); a list of generators (one per replica) → (E, n), row i from generator i,
+    so replica i sees exactly its own seed's draws.
+    """
+    if isinstance(generator, (list, tuple)):
+        return _per_replica(generator, lambda g: random_pairing(n, allow_self_pairs, g, independent=independent))
+    if independent:
+        if allow_self_pairs or n < 2:
+            return torch.randint(n, (n,), generator=generator)
+        j = torch.randint(n - 1, (n,), generator=generator)
+        return j + (j >= torch.arange(n)).long()
     if allow_self_pairs or n < 2:
         return torch.randperm(n, generator=generator)
     # a random cyclic shift of a random permutation has no fixed point
@@ -28,6 +50,22 @@ def random_pairing(n: int, allow_self_pairs: bool = True, generator: torch.Gener
     partner = torch.empty(n, dtype=torch.long)
     partner[perm] = perm.roll(1)
     return partner
+
+
+def sample_beta(a: float, size: int, generator: torch.Generator | list[torch.Generator] | None = None) -> torch.Tensor:
+    """``size`` float64 draws of λ ~ Beta(a, a), from two Gammas so that the caller's generator is honoured.
+
+    ``generator``: one generator → (size,); a list of generators (one per replica) → (E, size), row i from
+    generator i. The one Beta sampler of the batch transform (:meth:`Mixup.sample_lam`) and the replica losses.
+    """
+
+    def draw(g):
+        aa = torch.full((size,), float(a), dtype=torch.float64)
+        g1 = torch._standard_gamma(aa, generator=g)
+        g2 = torch._standard_gamma(aa, generator=g)
+        return g1 / (g1 + g2)
+
+    return _per_replica(generator, draw)
 
 
 class Mixup:
@@ -55,11 +93,7 @@ class Mixup:
         if self.lam is not None:
             lam = torch.full((size,), float(self.lam), dtype=torch.float64)
         else:
-            # Beta(a, a) from two Gammas, so the caller's generator is honoured
-            a = torch.full((size,), float(self.alpha), dtype=torch.float64)
-            g1 = torch._standard_gamma(a, generator=self.generator)
-            g2 = torch._standard_gamma(a, generator=self.generator)
-            lam = g1 / (g1 + g2)
+            lam = sample_beta(self.alpha, size, self.generator)
         return lam.expand(n).to(dtype)
 
     def pair(self, x: torch.Tensor, y: torch.Tensor):

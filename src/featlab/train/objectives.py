@@ -20,7 +20,3 @@ def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     logp = logits.log_softmax(-1)
     return -logp.gather(-1, labels.long().unsqueeze(-1)).squeeze(-1).mean(-1)
 
-
-def soft_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """mean_i −Σ_j t_ij log p_j(x_i) for soft targets (E, n, k) → (E,); used by Mixup objectives."""
-    return -(targets * logits.log_softmax(-1)).sum(-1).mean(-1)

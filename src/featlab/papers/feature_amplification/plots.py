@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+from matplotlib.colors import ListedColormap
+
 from ...report.plots import Figure, get_cmap, subplots
-import numpy as np  # noqa: E402
-from matplotlib.colors import ListedColormap  # noqa: E402
 
 RED, BLUE, GREEN, GRAY, ORANGE = "#d62728", "#1f77b4", "#2ca02c", "#7f7f7f", "#ff7f0e"
 
@@ -22,6 +23,13 @@ def _style(ax, title=None, xlabel=None, ylabel=None):
     if ylabel:
         ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
+
+
+def _finish(fig: Figure, title: str) -> Figure:
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
 
 
 def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> Figure:
@@ -60,10 +68,7 @@ def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> Figure:
     _style(ax, "(b) training set at T (Thm 1 (1))", "label noise rate η", "share")
 
     if len(axes) < 3:
-        if title:
-            fig.suptitle(title, fontsize=11)
-        fig.tight_layout()
-        return fig
+        return _finish(fig, title)
     ax = axes[2]
     rows = np.array(n_rows, dtype=float)
     cmap = get_cmap("viridis")
@@ -79,10 +84,7 @@ def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> Figure:
     ax.set_ylim(-0.03, 1.03)
     ax.legend(fontsize=7)
     _style(ax, "(c) vs the number of training points", "training points n", "share")
-    if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, title)
 
 
 def amplification_figure(f, T, alpha, hist, sweep, title="") -> Figure:
@@ -176,10 +178,7 @@ def amplification_figure(f, T, alpha, hist, sweep, title="") -> Figure:
         ax.loglog(ds, np.sqrt(2 / np.pi) / np.sqrt(ds) * 0.85, ":", color="black", lw=1, label="∝ 1/√d")
         ax.legend(fontsize=7)
     _style(ax, "(h) one-step amplification vs d (Lemmas 4, 12)", "dimension d", "median ρ over J")
-    if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, title)
 
 
 def boundary_figure(U, V, F, Fs, proj, y, noisy, pred, title="") -> Figure:
@@ -207,10 +206,7 @@ def boundary_figure(U, V, F, Fs, proj, y, noisy, pred, title="") -> Figure:
                  transform=axes[0].transAxes, fontsize=8, va="bottom",
                  bbox=dict(facecolor="white", alpha=0.8, edgecolor="none"))
     axes[1].legend(fontsize=7, loc="upper right", framealpha=0.9)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, title)
 
 
 def fig2_figure(curves, T, eta, title="") -> Figure:
@@ -233,13 +229,11 @@ def fig2_figure(curves, T, eta, title="") -> Figure:
         hit = tr.index[tr.values >= 1.0]
         if len(hit):
             ax.axvline(hit[0], color=ORANGE, ls="--", lw=1)
-            ax.text(hit[0], 0.03, "interpolation ", color=ORANGE, fontsize=8, ha="right", transform=ax.get_xaxis_transform())
+            ax.text(hit[0], 0.03, "interpolation ", color=ORANGE, fontsize=8, ha="right",
+                    transform=ax.get_xaxis_transform())
         ax.set_xscale("log")
         ax.set_ylim(50, 101)
         regime = "low-dimensional (n ≫ d)" if name == "low" else "high-dimensional (d ≫ n)"
         _style(ax, f"{regime}: n={n}, d={d}", "GD iteration", "accuracy (%)")
         ax.legend(fontsize=7, loc="lower center")
-    if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, title)

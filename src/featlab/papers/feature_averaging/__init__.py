@@ -5,7 +5,7 @@ from ...runs.registry import register_paper
 
 register_paper("feature-averaging", "Feature Averaging (Li, Pan, Lyu, Li; ICLR 2025)", prefix="fa")
 
-from . import synthetic, ablations  # noqa: E402,F401  (each registers its experiments)
+from . import synthetic, ablations, deep, embeddings  # noqa: E402,F401  (each registers its experiments)
 from .data import MultiClusterDistribution, orthogonal_centres  # noqa: E402
 
 __all__ = ["MultiClusterDistribution", "orthogonal_centres"]

@@ -45,7 +45,8 @@ def orthogonal_centres(k: int, d: int, mode: str, gen: torch.Generator, pairwise
 
 @dataclass
 class MultiClusterDistribution:
-    """Def 3.1 for E replicas. ``mu``: (E, k, d); ``positive``: boolean (k,) mask of J+."""
+    """Def 3.1 for E replicas. ``mu``: (E, k, d); ``positive``: boolean (k,) mask of J+ (entry j − 1 is
+    the paper's cluster j)."""
 
     mu: torch.Tensor
     positive: torch.Tensor
@@ -55,14 +56,16 @@ class MultiClusterDistribution:
     @classmethod
     def create(cls, seeds: list[int], k: int, d: int, positive: list[int], *, alpha: float = 1.0,
                sigma: float = 1.0, centres: str = "qr", pairwise_cos: float = 0.0,
-               norm_scales: list[float] | None = None, dtype=torch.float32,
-               shared_centres: bool = False) -> "MultiClusterDistribution":
-        """``positive``: 1-based cluster indices of J+ (the paper numbers clusters 1..k)."""
-        src = [seeds[0]] * len(seeds) if shared_centres else seeds
+               norm_scales: list[float] | None = None, dtype=torch.float32) -> "MultiClusterDistribution":
+        """Replica i's centres from the (seeds[i], "centres") stream (see :func:`orthogonal_centres`).
+
+        ``positive``: the clusters of J+ as 0-based indices, like every class or cluster index in featlab (the
+        paper's cluster j is index j − 1, ``mu[:, j - 1]``).
+        """
         mu = torch.stack([orthogonal_centres(k, d, centres, generator(s, "centres"), pairwise_cos, norm_scales)
-                          for s in src]).to(dtype)
+                          for s in seeds]).to(dtype)
         pos = torch.zeros(k, dtype=torch.bool)
-        pos[torch.tensor(positive) - 1] = True
+        pos[torch.tensor(positive, dtype=torch.long)] = True
         return cls(mu, pos, alpha, sigma)
 
     @property

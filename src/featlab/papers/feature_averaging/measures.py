@@ -1,5 +1,8 @@
 """Feature–weight alignment probes: cosines, coefficient estimates, distances to the averaging / decoupling
-solutions, and Thm 4.6's sup-distance to C·f_FA. All take replica-batched tensors and return (E,) tensors."""
+solutions, and Thm 4.6's sup-distance to C·f_FA. All take replica-batched tensors and return (E,) tensors.
+
+``binary_alignment`` / ``kclass_alignment`` gather them into the Thm 4.5 (2) / Thm 4.7 (2) statistics of a trained
+net, given its :class:`~.data.MultiClusterDistribution`."""
 
 from __future__ import annotations
 
@@ -109,3 +112,41 @@ def thm46_distance(model, mu: torch.Tensor, positive: torch.Tensor, m: int, *, s
         best = torch.maximum(best, gap(x).max(-1).values)
     scale = C.abs() * radius * sums.norm(dim=-1).max(-1).values
     return {"bound": bound, "estimate": best, "scale": scale, "lambda": lam}
+
+
+def fa_ideal(dist, m: int) -> torch.Tensor:
+    """cos(μ_i, w) of the exact averaging solution w ∝ Σ_{J_s} μ_j, laid out like a binary net's (E, k, 2m)."""
+    ref = cosine_matrix(dist.mu, dist.class_sums())  # (E, k, 2): columns Σ_{J+}, Σ_{J−}
+    return torch.cat([ref[..., :1].expand(-1, -1, m), ref[..., 1:].expand(-1, -1, m)], -1)
+
+
+def binary_alignment(net, dist, m: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Cosine matrix and Thm 4.5 (2) statistics of a trained binary net."""
+    with torch.no_grad():
+        cos = cosine_matrix(dist.mu, net.W)
+        mask = in_class_mask(dist.positive, m, m)
+        stats = averaging_stats(cos, mask)
+        ideal = fa_ideal(dist, m)
+        # fidelity: worst in-class entry relative to the exact averaging solution (1 = perfect averaging)
+        stats["fa_fidelity"] = (cos / ideal)[:, mask].min(-1).values
+        lam = coefficient_proxy(net.W, dist.mu)  # (E, 2m, k): λ_{s,r,j} ≈ <w_{s,r}, μ_j>
+        lam_in = lam[:, mask.T]
+        stats["lambda_in_class_mean"] = lam_in.mean(-1)
+        stats["lambda_ratio"] = lam_in.max(-1).values / lam_in.min(-1).values  # Lemma B.24: ≤ 1 + 204ε
+        stats["lambda_off_class_max"] = lam[:, ~mask.T].max(-1).values  # Cor B.5: ≤ 0 and tiny
+        v = target_directions(dist.mu, mask.T)
+        stats["fa_rel_residual"] = fit_coefficients(net.W, v)["rel_residual"].mean(-1)
+        stats["bias_max_abs"] = net.b.abs().max(-1).values
+    return cos, stats
+
+
+def kclass_alignment(net, dist, k: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Cosine matrix (equivalent weights) and Thm 4.7 (2) statistics of a trained k-class net."""
+    with torch.no_grad():
+        w = equivalent_weights(net.W, k)
+        cos = cosine_matrix(dist.mu, w)
+        stats = decoupling_stats(cos)
+        groups = torch.kron(torch.eye(k), torch.ones(net.W.shape[1] // k, 1))  # (k·h, k)
+        v = target_directions(dist.mu, groups)
+        stats["fd_rel_residual"] = fit_coefficients(net.W, v)["rel_residual"].mean(-1)
+    return cos, stats

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from ...nn.twolayer import patch_logits
 from .data import compress_patches
-from .losses import patch_logits
 
 
 def correlations(W: torch.Tensor, k: int, V: torch.Tensor | None = None) -> torch.Tensor:

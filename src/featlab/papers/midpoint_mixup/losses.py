@@ -1,12 +1,13 @@
 """ERM, Mixup and Midpoint Mixup objectives for replica-batched models (Chidambaram et al. 2023, Eqs. 2.1–3.1).
 
 All take a model with ``preactivation(x)`` (E, n, [P,] M), an ``activation`` and a fixed read-out ``A`` (M, k) —
-:class:`~featlab.nn.twolayer.EnsembleTwoLayer` — and return the (E,) per-replica losses.
+:class:`~featlab.nn.twolayer.EnsembleTwoLayer`, read out by its patch logits (``featlab.nn.twolayer``) — and return
+the (E,) per-replica losses.
 
 The first layer is linear, so the pre-activations of a mixed point z_ij(λ) = λx_i + (1 − λ)x_j are
 λH_i + (1 − λ)H_j with H = Wx (+ b: λ + (1 − λ) = 1). The all-pairs losses therefore never materialise the N²
 mixed inputs: they combine the N endpoints' pre-activations, in chunks of pairs (checkpointed, so memory is
-bounded by the chunk). ``mult`` (P,) weights patches that :func:`~featlab.data.multiview.compress_patches` merged.
+bounded by the chunk). ``mult`` (P,) weights patches that :func:`.data.compress_patches` merged.
 """
 
 from __future__ import annotations
@@ -16,23 +17,8 @@ import math
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from ...nn.twolayer import logits_from_preact, patch_logits, patch_preactivation
 from ...train.objectives import cross_entropy
-
-
-def _preact(model, x: torch.Tensor) -> torch.Tensor:
-    H = model.preactivation(x, shared=False)
-    return H if H.dim() == 4 else H.unsqueeze(2)  # (E, n, P, M); the linear model has P = 1
-
-
-def logits_from_preact(model, H: torch.Tensor, mult: torch.Tensor | None = None) -> torch.Tensor:
-    """g(x) = A^T Σ_p mult_p act(H_p): (E, ..., P, M) → (E, ..., k).  (Eq. 4.1)"""
-    a = model.activation(H)
-    a = a.sum(-2) if mult is None else (a * mult.to(a.dtype)[:, None]).sum(-2)
-    return a @ model.A
-
-
-def patch_logits(model, x: torch.Tensor, mult: torch.Tensor | None = None) -> torch.Tensor:
-    return logits_from_preact(model, _preact(model, x), mult)
 
 
 # ------------------------------------------------------------------------------------------ ERM, Eq. 2.1
@@ -57,7 +43,7 @@ def midpoint_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch
     z_ij = z_ji and the summand is symmetric, so the N(N+1)/2 unordered pairs i ≤ j are evaluated once, off-diagonal
     ones with weight 2. ``chunk`` pairs at a time.
     """
-    H = _preact(model, x)
+    H = patch_preactivation(model, x)
     N = H.shape[1]
     iu, ju = torch.triu_indices(N, N, device=H.device)
     w = torch.where(iu == ju, 1.0, 2.0).to(H.dtype)
@@ -71,23 +57,11 @@ def midpoint_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch
     return -total / (2 * N * N)
 
 
-def naive_midpoint_loss(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """J_MM by materialising all N² midpoint inputs (x_i + x_j)/2 — the reference the all-pairs loss is tested and
-    benchmarked against."""
+def naive_midpoint_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None = None) -> torch.Tensor:
+    """J_MM by materialising all N² midpoint inputs (x_i + x_j)/2 (on patch-merged inputs, weighted by ``mult``) —
+    the reference the all-pairs loss is tested and benchmarked against."""
     E, N = y.shape
     z = (x[:, :, None] + x[:, None, :]) / 2  # (E, N, N, ...)
-    logp = model(z.reshape(E, N * N, *x.shape[2:]), shared=False).log_softmax(-1).reshape(E, N, N, -1)
-    yi = y[:, :, None].expand(E, N, N)
-    yj = y[:, None, :].expand(E, N, N)
-    li = logp.gather(-1, yi[..., None]).squeeze(-1)
-    lj = logp.gather(-1, yj[..., None]).squeeze(-1)
-    return -(li + lj).sum((1, 2)) / (2 * N * N)
-
-
-def naive_midpoint_loss_merged(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None) -> torch.Tensor:
-    """As :func:`naive_midpoint_loss` (materialised midpoints) on patch-merged inputs with multiplicities."""
-    E, N = y.shape
-    z = (x[:, :, None] + x[:, None, :]) / 2
     logp = patch_logits(model, z.reshape(E, N * N, *x.shape[2:]), mult).log_softmax(-1).reshape(E, N, N, -1)
     li = logp.gather(-1, y[:, :, None, None].expand(E, N, N, 1)).squeeze(-1)
     lj = logp.gather(-1, y[:, None, :, None].expand(E, N, N, 1)).squeeze(-1)
@@ -115,7 +89,7 @@ def mixup_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, lam: torch.Ten
     term as (i, j) at 1 − λ, so E_λ over both equals 2·E_λ over i < j: only the N(N+1)/2 unordered pairs are
     evaluated (exact when the λ set is symmetric, unbiased for draws of a symmetric D_λ). False: all N² pairs.
     """
-    H = _preact(model, x)
+    H = patch_preactivation(model, x)
     E, N = y.shape
     lam = lam.to(H.dtype)
     lam = lam.expand(E, -1) if lam.dim() == 1 else lam
@@ -141,36 +115,14 @@ def mixup_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, lam: torch.Ten
 
 
 # ------------------------------------------------------------------------------------------ sampled pairs (practice)
-def sample_partners(gens: list[torch.Generator], n: int, allow_self_pairs: bool = True) -> torch.Tensor:
-    """(E, n) partner j of every example i, uniform over the training set (the public code; self-pairs allowed)
-    or a uniform j ≠ i. One generator per replica, so replica i sees exactly seed i's draws."""
-    out = []
-    for g in gens:
-        if allow_self_pairs:
-            out.append(torch.randint(n, (n,), generator=g))
-        else:
-            j = torch.randint(n - 1, (n,), generator=g)
-            out.append(j + (j >= torch.arange(n)).long())
-    return torch.stack(out)
-
-
-def sample_beta(gens: list[torch.Generator], a: float, size: int) -> torch.Tensor:
-    """(E, size) draws of λ ~ Beta(a, a) (from two Gammas, honouring each replica's generator)."""
-    out = []
-    for g in gens:
-        aa = torch.full((size,), float(a), dtype=torch.float64)
-        g1 = torch._standard_gamma(aa, generator=g)
-        g2 = torch._standard_gamma(aa, generator=g)
-        out.append(g1 / (g1 + g2))
-    return torch.stack(out)
-
-
 def mixup_sampled_loss(model, x: torch.Tensor, y: torch.Tensor, partner: torch.Tensor, lam: torch.Tensor,
                        mult: torch.Tensor | None = None) -> torch.Tensor:
     """The practice (Zhang et al. 2018): −1/N Σ_i [λ_i log φ_{y_i} + (1 − λ_i) log φ_{y_{j(i)}}](g(z_{i,j(i)}(λ_i))).
 
-    partner (E, N) indices j(i); lam (E, N) per example or (E, 1) per batch (λ = ½ for Midpoint Mixup)."""
-    H = _preact(model, x)
+    partner (E, N) indices j(i); lam (E, N) per example or (E, 1) per batch (λ = ½ for Midpoint Mixup). Both are
+    drawn per replica by the batch transform's core: ``random_pairing(N, generator=gens, independent=True)`` and
+    ``sample_beta(a, size, gens)`` of :mod:`featlab.train.mixup`."""
+    H = patch_preactivation(model, x)
     E, N = y.shape
     Hj = H.gather(1, partner.to(H.device)[:, :, None, None].expand(-1, -1, *H.shape[2:]))
     lam = lam.to(H.dtype).expand(E, N) if lam.shape[1] == 1 else lam.to(H.dtype)

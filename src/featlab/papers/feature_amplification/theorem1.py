@@ -1,0 +1,213 @@
+"""rfa-theorem1: Thm 1 (the training pattern at T and test error ≈ η), vs η and vs n, and §2's linear baselines.
+
+Every (η, seed) pair trains in ONE batched run: replica i = (η_i, seed_i) has its own data, noise rate and init.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from pydantic import Field, model_validator
+
+from ...config import check
+from ...data.base import Batch
+from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
+from ...runs.claims import AtLeast, AtMost, Claim, Near
+from ...runs.registry import experiment
+from ...train.loop import TrainResult
+from ...utils import Replicas
+from . import plots as plots_rfa
+from .common import RFAConfig, assumption_notes, gd, make_dist, make_net, pattern_probe, pattern_stats, test_errors
+from .data import XORClusterDistribution, f_star
+
+
+class Theorem1Config(RFAConfig):
+    etas: list[float] = Field([0.0, 0.05, 0.1, 0.15, 0.2], min_length=1,
+                              description="noise rates η, each trained for every seed in one batched run")
+    n_sweep: list[int] = Field([10, 30, 100, 300], description="extra training-set sizes for test error vs n")
+
+    @model_validator(mode="after")
+    def _valid(self):
+        for e in self.etas:
+            check(0 <= e < 0.5, "etas", f"must hold noise rates in [0, 1/2); got {e!r}", "e.g. 0.15")
+        check(all(v >= 1 for v in self.n_sweep), "n_sweep", "must hold sizes >= 1")
+        return self
+
+
+CLAIMS = [
+    Claim("rfa.thm1_pattern", "every clean training point right and every noisy one wrong at T: share of the "
+          "(η, seed) runs ({seeds} seeds per η) where this holds exactly", "Thm 1 (1)", AtLeast(lo=1, of="1 − 4δ"),
+          why="the theorem's probability 1 − 4δ over data and init, with δ = the delta field (0.05)"),
+    Claim("rfa.thm1_test_err", "test error against observed labels minus η, worst η (margin: 0.01 + 3 s.e. of the "
+          "test estimate)", "Thm 1 (2)", AtMost(hi=1, of="0.01 + 3 s.e."),
+          why="the theorem's C√(log(1/δ)/n) has no numeric C (its explicit form is vacuous below n ≈ 10¹¹): one "
+              "point of excess error plus 3 s.e. √(η(1 − η)/(n_test·seeds)) of the test estimate, worst η"),
+    Claim("rfa.thm1_clean", "test error against clean labels ≈ 0 (worst η)", "Thm 1 (2), App. D", AtMost(hi=0.01),
+          why="test error ≈ η means the net ≈ Bayes on clean labels; App. D: f*'s clean error is exponentially "
+              "small in 1/σ"),
+    Claim("rfa.linear_chance", "bias-free linear classifier: clean test accuracy = 1/2 (symmetry x → −x)",
+          "§2 (linear classifiers)", Near(centre=0.5, of="3 s.e."),
+          why="exact by symmetry (x → −x keeps ỹ); 3 s.e. = 3·(1/2)/√(n_test·E) of the test estimate"),
+    Claim("rfa.linear_bias", "linear classifier with bias: clean test accuracy ≤ 3/4 (best of logistic regression "
+          "and the oracle halfspaces)", "§2 (linear classifiers)", AtMost(hi=1, of="3/4 + 3 s.e."),
+          why="a halfspace can be right on at most 3 of the 4 clusters (the clusters' convex hulls meet at 0); "
+              "3 s.e. = 3√(3/16/(n_test·E)) of the test estimate"),
+]
+
+PER_ETA = ("test_err", "clean_test_err", "train_clean_correct", "train_noisy_fit", "pattern_exact",
+           "fstar_test_err", "fstar_clean_test_err", "fstar_agreement")
+
+
+def eta_key(eta: float) -> str:
+    return f"eta={eta:g}"
+
+
+# ------------------------------------------------------------------------------------------ training
+@dataclass
+class Thm1Run:
+    """One batched run of every (η, seed) pair; ``reps.values`` holds each replica's η."""
+
+    reps: Replicas
+    dist: XORClusterDistribution
+    tr: Batch
+    te: Batch
+    net: EnsembleTwoLayer
+    res: TrainResult
+
+
+def _train(cfg: Theorem1Config, seeds: list[int], n: int, dtype, prefix: str = "") -> Thm1Run:
+    """Replicas (η, seed), η-major; replica i's metrics are named ``{prefix}eta={η}.<metric>``."""
+    reps = Replicas.grid(cfg.etas, seeds, label=lambda e: f"{prefix}{eta_key(e)}.")
+    dist = make_dist(cfg, reps, reps.values, dtype)
+    tr = dist.sample(n, reps, "train")
+    te = dist.sample(cfg.n_test, reps, "test")
+    net = make_net(cfg, reps, dtype)
+    res = gd(net, tr, cfg.steps_(), cfg.alpha, reps, probe=pattern_probe(net, tr), probe_every=cfg.probe_every,
+             desc=f"{prefix}GD (η, seed) × {len(reps)}", threads=cfg.threads)
+    return Thm1Run(reps, dist, tr, te, net, res)
+
+
+# ------------------------------------------------------------------------------------------ measuring
+def _measure(run: Thm1Run) -> dict[str, torch.Tensor]:
+    """Per replica: the training pattern, test errors, and f*'s test errors and agreement with the net."""
+    net, tr, te, dist = run.net, run.tr, run.te, run.dist
+    with torch.no_grad():
+        stats = {**pattern_stats(net(tr.x), tr), **test_errors(net(te.x), te)}
+        fs = test_errors(f_star(te.x, dist.mu), te)
+        stats["fstar_test_err"], stats["fstar_clean_test_err"] = fs["test_err"], fs["clean_test_err"]
+        stats["fstar_agreement"] = (sign_prediction(net(te.x)) == sign_prediction(f_star(te.x, dist.mu))).to(
+            net.W.dtype).mean(-1)
+    return stats
+
+
+def _per_eta(etas: list[float], stats: dict[str, torch.Tensor], E_eta: int) -> dict[float, dict]:
+    """Split (η, seed)-replica tensors into one dict of (seeds,) tensors per η."""
+    return {eta: {name: v[k * E_eta:(k + 1) * E_eta] for name, v in stats.items()} for k, eta in enumerate(etas)}
+
+
+def linear_baselines(tr, te) -> dict[str, torch.Tensor]:
+    """§2: homogeneous halfspaces get exactly 1/2 of the clean labels (x → −x keeps ỹ); with a bias at most 3 of
+    the 4 clusters. Logistic regression with and without intercept, and the best of the four oracle halfspaces
+    sgn(±(<µ_k, x> − 1/2)) chosen on the training set."""
+    from sklearn.linear_model import LogisticRegression
+
+    acc_nb, acc_b = [], []
+    for e in range(tr.x.shape[0]):
+        X, y = tr.x[e].double().numpy(), tr.y[e].numpy()
+        Xt, yt = te.x[e].double().numpy(), te.y_clean[e].numpy()
+        for bias, out in ((False, acc_nb), (True, acc_b)):
+            if len(np.unique(y)) < 2:
+                out.append(0.5)
+                continue
+            clf = LogisticRegression(fit_intercept=bias, max_iter=500).fit(X, y)
+            out.append(float((clf.predict(Xt) == yt).mean()))
+    return {"linear_nobias.clean_test_acc": torch.tensor(acc_nb), "linear_bias.clean_test_acc": torch.tensor(acc_b)}
+
+
+def oracle_halfspace(dist, tr, te) -> torch.Tensor:
+    """Best biased halfspace among h_{k,s}(x) = ỹ(sµ_k)·sgn(s<µ_k, x> − 1/2) (75% clean accuracy as σ → 0),
+    chosen on the training set, scored on clean test labels. (E,)"""
+    out = []
+    for e in range(tr.x.shape[0]):
+        best, best_tr = None, -1.0
+        for k, lab in ((0, 1.0), (1, -1.0)):
+            for s in (1.0, -1.0):
+                h = lambda x: torch.where(s * (x @ dist.mu[e, k]) > 0.5, lab, -lab)  # noqa: E731
+                a = float((h(tr.x[e]) == tr.y[e]).double().mean())
+                if a > best_tr:
+                    best_tr, best = a, float((h(te.x[e]) == te.y_clean[e]).double().mean())
+        out.append(best)
+    return torch.tensor(out)
+
+
+def _n_sweep(ctx, cfg: Theorem1Config, seeds: list[int], dtype) -> list[tuple]:
+    """Test error vs n: the same η grid, one batched run per n. Rows (n, η, clean test error, pattern share)."""
+    rows = []
+    for n in cfg.n_sweep:
+        run = _train(cfg, seeds, n, dtype, prefix=f"n={n}.")
+        ctx.trained(run.res)
+        for eta, st in _per_eta(cfg.etas, _measure(run), len(seeds)).items():
+            for name in ("test_err", "clean_test_err", "pattern_exact"):
+                ctx.metric(f"n={n}.{eta_key(eta)}.{name}", st[name])
+            rows.append((n, eta, float(st["clean_test_err"].mean()), float(st["pattern_exact"].mean())))
+    for eta in cfg.etas:
+        rows.append((cfg.n, eta, ctx.metrics[f"{eta_key(eta)}.clean_test_err"],
+                     ctx.metrics[f"{eta_key(eta)}.pattern_exact"]))
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ drawing, judging
+def _draw(ctx, cfg: Theorem1Config, per_eta, n_rows, base, orc, n_seeds: int) -> None:
+    ctx.figure(plots_rfa.theorem1_figure(cfg.etas, per_eta, n_rows, base, orc,
+                                         title=f"Thm 1: d={cfg.d}, n={cfg.n}, m={cfg.m}, α={cfg.alpha:g}, "
+                                               f"T={cfg.steps_()}, {cfg.noise} noise, {n_seeds} seeds"),
+               "thm1_test_error")
+
+
+def _judge(ctx, cfg: Theorem1Config, per_eta, orc: float, n_seeds: int) -> None:
+    m = ctx.metrics
+    E = len(cfg.etas) * n_seeds
+    frac = ctx.metric("pattern_exact_fraction", torch.cat([per_eta[e]["pattern_exact"] for e in cfg.etas]))
+    ctx.claim("rfa.thm1_pattern", frac, scale=1 - 4 * cfg.delta)
+    se = max(math.sqrt(e * (1 - e) / (cfg.n_test * n_seeds)) for e in cfg.etas)
+    ctx.claim("rfa.thm1_test_err", max(m[f"{eta_key(e)}.test_err"] - e for e in cfg.etas), scale=0.01 + 3 * se)
+    ctx.claim("rfa.thm1_clean", max(m[f"{eta_key(e)}.clean_test_err"] for e in cfg.etas))
+    ctx.claim("rfa.linear_chance", m["linear_nobias.clean_test_acc"], scale=3 * 0.5 / math.sqrt(cfg.n_test * E))
+    tol2 = 3 * math.sqrt(0.75 * 0.25 / (cfg.n_test * E))
+    ctx.claim("rfa.linear_bias", max(m["linear_bias.clean_test_acc"], orc), scale=0.75 + tol2)
+
+
+@experiment(
+    "rfa-theorem1", paper="feature-amplification", reference="Thm 1, §2 (linear baselines), App. D",
+    summary="early-stopped GD fits every clean point, misclassifies every noisy one, test error ≈ η; "
+            "bias-free linear classifiers are at chance",
+    config=Theorem1Config,
+    presets={
+        "quick": {"seeds": 4, "d": 200, "n": 1000, "m": 400, "n_test": 2000, "n_sweep": [10, 30, 100]},
+        "paper": {"seeds": 20, "d": 500, "n": 3000, "m": 400, "n_test": 6000, "n_sweep": [10, 30, 100, 300, 10000]},
+        "theory": {"seeds": 10, "d": 700, "n": 200, "m": 32, "alpha": 0.2, "sigma": 0.002, "omega": 5e-5,
+                   "etas": [0.0, 0.05, 0.1], "n_sweep": [], "dtype": "float64"},
+    },
+    claims=CLAIMS)
+def rfa_theorem1(ctx) -> None:
+    cfg: Theorem1Config = ctx.cfg
+    seeds, dtype = ctx.seeds, ctx.dtype
+    assumption_notes(ctx, cfg, max(cfg.etas))
+    ctx.note(f"T = 1 + ⌊1/(4α)⌋ = {cfg.T()}; training {cfg.steps_()} GD steps; noise model {cfg.noise}, "
+             f"law {cfg.law}, σ = {cfg.sigma_for(cfg.d):.3g}, ω = {cfg.omega_for(cfg.d):.3g}")
+    run = _train(cfg, seeds, cfg.n, dtype)
+    ctx.trained(run.res)
+    per_eta = _per_eta(cfg.etas, _measure(run), len(seeds))
+    for eta, st in per_eta.items():
+        for name in PER_ETA:
+            ctx.metric(f"{eta_key(eta)}.{name}", st[name])
+    base = linear_baselines(run.tr, run.te)
+    for name, v in base.items():
+        ctx.metric(name, v)
+    orc = ctx.metric("halfspace_best.clean_test_acc", oracle_halfspace(run.dist, run.tr, run.te))
+    n_rows = _n_sweep(ctx, cfg, seeds, dtype)
+    _draw(ctx, cfg, per_eta, n_rows, base, orc, len(seeds))
+    _judge(ctx, cfg, per_eta, orc, len(seeds))

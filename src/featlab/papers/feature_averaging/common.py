@@ -1,0 +1,159 @@
+"""The synthetic setting of the Feature Averaging paper, shared by fa-synthetic and the App. E.1 ablations: the
+config, the data, the binary and the k-class two-layer nets, and their full-batch GD training.
+
+Decisions where the paper is silent (each is a config field; defaults below):
+* init scale σ_w = σ_b = 1e-5 is a standard deviation (the text's "σ_w = σ_b"; Fig 7's caption writes σ²);
+* the k-class network on synthetic data has h = 1 neuron per class (Fig 2b shows 10 columns w_1..w_10);
+* centres from the QR of a Gaussian d×k matrix (rotation invariant); near-orthogonal centres (Fig 9) as
+  √d(√(1−c) q_j + √c q_0), which gives pairwise cosine c exactly;
+* ``positive`` lists 0-based cluster indices like every featlab class/cluster index (the paper's cluster j is
+  index j − 1; default 0..⌊k/2⌋−1, the paper's 1..⌊k/2⌋);
+* the heat maps average the cosine over seeds; every seed draws its own centres and data (shared_data=True
+  gives all seeds seed 0's data, differing only in init);
+* robustness: 1000 fresh test points; ℓ2 PGD with 50 steps, step 2.5·δ/50, random start, 1 restart, on the
+  margin of the read-out that is scored (f for the binary net, G = logsumexp_{J+} − logsumexp_{J−} for the
+  k-class net, whose sign equals F^binary's); radii attacked in increasing order on the survivors.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from pydantic import Field, model_validator
+
+from ...config import ExperimentConfig, check
+from ...data.base import Batch
+from ...nn.twolayer import EnsembleTwoLayer, block_readout, sign_prediction, signed_readout
+from ...train.loop import train
+from ...train.objectives import cross_entropy, logistic
+from . import measures as al
+from .data import MultiClusterDistribution
+
+
+class FASyntheticConfig(ExperimentConfig):
+    """The paper's synthetic setting (§3, App. E.1). ``positive`` holds 0-based cluster indices (paper's j = j−1)."""
+
+    k: int = Field(10, ge=2, description="number of clusters")
+    d: int = Field(3072, ge=2, description="input dimension")
+    m: int = Field(5, ge=1, description="binary net: neurons per sign (2m in all)")
+    h: int = Field(1, ge=1, description="k-class net: neurons per class [paper silent; 1 fits Fig 2b]")
+    n: int = Field(1000, ge=1, description="training points")
+    n_test: int = Field(1000, ge=1, description="fresh test points for accuracy and attacks [paper silent]")
+    alpha: float = Field(1.0, gt=0, description="signal scale α in x = αμ_j + σξ (Remark A.5)")
+    sigma: float = Field(1.0, ge=0, description="noise scale σ")
+    eta: float = Field(1e-3, gt=0, description="GD learning rate η")
+    T: int = Field(100, ge=1, description="GD steps")
+    sigma_w: float = Field(1e-5, ge=0, description="init std of first-layer weights")
+    sigma_b: float = Field(1e-5, ge=0, description="init std of the binary net's biases")
+    positive: list[int] | None = Field(None, description="0-based indices of the clusters in J+ (the paper's "
+                                       "cluster j is j−1; default: the first ⌊k/2⌋)")
+    centres: Literal["qr", "basis"] = Field("qr", description="random orthogonal (QR) or standard basis")
+    pairwise_cos: float = Field(0.0, ge=0, lt=1, description="cos(μ_i, μ_j) for near-orthogonal centres (Fig 9)")
+    norm_scales: list[float] | None = Field(None, description="‖μ_j‖ = √d·scale_j (unequal norms); default all 1")
+    shared_data: bool = Field(False, description="all seeds use seed 0's centres and data (only init differs)")
+    radii: list[float] | None = Field(None, description="ℓ2 radii; default: Fig 3's axis 0:2:58 scaled by "
+                                      "√(d/3072), so the theory's radii √(d/k), √(d/2) stay inside for any d")
+    pgd_steps: int = Field(50, ge=1, description="PGD iterations per radius")
+    pgd_step_factor: float = Field(2.5, gt=0, description="PGD step size = factor·δ/steps")
+    pgd_random_start: bool = Field(True, description="start PGD uniformly in the ball")
+    pgd_restarts: int = Field(1, ge=1, description="PGD restarts (robust = survives all)")
+    thm46_starts: int = Field(32, ge=1, description="random starts of the Thm 4.6 sup search (plus data points)")
+    thm46_steps: int = Field(100, ge=1, description="ascent steps of the Thm 4.6 sup search")
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        need = self.k + (1 if self.pairwise_cos > 0 else 0)
+        check(self.d >= need, "d", f"must be >= {need} to hold {need} orthogonal directions (k={self.k}"
+              f"{' plus a shared one for pairwise_cos > 0' if self.pairwise_cos > 0 else ''}); got d={self.d}",
+              f"raise d or lower k")
+        pos = self.positive_set()
+        check(all(0 <= j < self.k for j in pos), "positive", f"must list 0-based clusters in 0..{self.k - 1}; got {self.positive}")
+        check(0 < len(set(pos)) < self.k, "positive", "must leave both J+ and J− non-empty",
+              f"list between 1 and {self.k - 1} distinct clusters")
+        if self.norm_scales is not None:
+            check(len(self.norm_scales) == self.k and all(s > 0 for s in self.norm_scales), "norm_scales",
+                  f"must hold k={self.k} positive numbers")
+        if self.radii is not None:
+            check(len(self.radii) > 0 and all(r >= 0 for r in self.radii), "radii",
+                  "must be a non-empty list of radii >= 0", "e.g. radii=[0,10,20]")
+        return self
+
+    def radius_grid(self) -> list[float]:
+        if self.radii is not None:
+            return list(self.radii)
+        step = 2.0 * (self.d / 3072) ** 0.5
+        return [round(i * step, 3) for i in range(30)]
+
+    def positive_set(self) -> list[int]:
+        """J+ as 0-based cluster indices: ``positive`` or the first ⌊k/2⌋ clusters."""
+        return list(self.positive) if self.positive is not None else list(range(self.k // 2))
+
+
+def make_data(cfg: FASyntheticConfig, seeds: list[int], dtype):
+    """Distribution, training and test batches, all with a replica axis of len(seeds).
+
+    With ``shared_data`` seed 0's centres and samples are drawn once and viewed (not copied) by every replica.
+    """
+    data_seeds = seeds[:1] if cfg.shared_data else seeds
+    dist = MultiClusterDistribution.create(
+        data_seeds, cfg.k, cfg.d, cfg.positive_set(), alpha=cfg.alpha, sigma=cfg.sigma, centres=cfg.centres,
+        pairwise_cos=cfg.pairwise_cos, norm_scales=cfg.norm_scales, dtype=dtype)
+    tr, te = dist.sample(cfg.n, data_seeds, "train"), dist.sample(cfg.n_test, data_seeds, "test")
+    if cfg.shared_data:
+        E = len(seeds)
+        dist.mu = dist.mu.expand(E, -1, -1)
+        tr, te = (Batch(b.x.expand(E, -1, -1), b.y.expand(E, -1), {k: v.expand(E, -1) for k, v in b.info.items()})
+                  for b in (tr, te))
+    return dist, tr, te
+
+
+def train_inputs(cfg, tr):
+    """One (n, d) matrix shared by all replicas when the data are shared: one big matmul per step."""
+    return tr.x[0] if cfg.shared_data else tr.x
+
+
+def binary_net(cfg, seeds, dtype) -> EnsembleTwoLayer:
+    """FA §3.2: f = (1/m)Σ_r ReLU(<w_{+,r},x> + b) − (1/m)Σ_r ReLU(<w_{−,r},x> + b), second layer fixed."""
+    return EnsembleTwoLayer.init(seeds, cfg.d, signed_readout(cfg.m, cfg.m, 1 / cfg.m), sigma_w=cfg.sigma_w,
+                                 sigma_b=cfg.sigma_b, dtype=dtype, role="init/binary")
+
+
+def kclass_net(cfg, seeds, dtype) -> EnsembleTwoLayer:
+    """FA §4.2: f_j = (1/h) Σ_r ReLU(<w_{j,r}, x>), no bias."""
+    return EnsembleTwoLayer.init(seeds, cfg.d, block_readout(cfg.k, cfg.h, 1 / cfg.h), sigma_w=cfg.sigma_w,
+                                 sigma_b=None, dtype=dtype, role="init/multiclass")
+
+
+def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
+    """Full-batch GD on the logistic loss (FA eq. 1)."""
+    net = binary_net(cfg, seeds, tr.x.dtype)
+    x = train_inputs(cfg, tr)
+    mask = al.in_class_mask(dist.positive, cfg.m, cfg.m)
+
+    def probe(step):
+        with torch.no_grad():
+            acc = (sign_prediction(net(x)) == tr.y).to(x.dtype).mean(-1)
+            cos = al.cosine_matrix(dist.mu, net.W)
+        return {"train_acc": acc, "cos_in_class_mean": al.averaging_stats(cos, mask)["cos_in_class_mean"]}
+
+    res = train([net.W, net.b], lambda step: logistic(net(x), tr.y), cfg.T, seeds=seeds, lr=cfg.eta,
+                probe=probe, probe_every=cfg.probe_every, prefix=prefix, desc=f"{prefix}GD")
+    return net, res
+
+
+def fit_kclass(cfg, seeds, dist, tr, prefix="multiclass."):
+    """Full-batch GD on the cross-entropy of the cluster labels (FA §3.2 / §4.2)."""
+    net = kclass_net(cfg, seeds, tr.x.dtype)
+    x, c = train_inputs(cfg, tr), tr.cluster
+
+    def probe(step):
+        with torch.no_grad():
+            logits = net(x)
+            acc = (logits.argmax(-1) == c).to(x.dtype).mean(-1)
+            cos = al.cosine_matrix(dist.mu, al.equivalent_weights(net.W, cfg.k))
+        return {"train_acc_kclass": acc, "cos_diag_mean": al.decoupling_stats(cos)["cos_diag_mean"]}
+
+    res = train([net.W], lambda step: cross_entropy(net(x), c), cfg.T, seeds=seeds, lr=cfg.eta,
+                probe=probe, probe_every=cfg.probe_every, prefix=prefix, desc=f"{prefix}GD")
+    return net, res

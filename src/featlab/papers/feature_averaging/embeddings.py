@@ -1,0 +1,225 @@
+"""fa-embeddings: Feature Averaging §6.1 (Figs 2c/2d, 10). Two-layer heads on frozen image embeddings: a head
+trained on 2-class labels averages the features of its label's classes, one trained on the k classes decouples
+them.
+
+Decisions where the paper is silent (each is a config field; see docs/image-benchmarks.md):
+* embeddings mean-centred with the training mean, then scaled to norm √D (the synthetic setting's ‖x‖ ≈ √d);
+  μ_j = class mean of the training embeddings; full-batch Adam on the heads (the paper gives no optimiser).
+* ``positive`` (J+) lists the embeddings' own class labels, which are 0-based — unlike fa-synthetic's clusters,
+  numbered 1..k as in the paper. Rows and columns of the heat maps put the J+ classes first.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+from pydantic import Field, model_validator
+
+from ...config import ExperimentConfig, check
+from ...data.embeddings import embedding_split
+from ...errors import DataError
+from ...nn.twolayer import EnsembleTwoLayer, block_readout, logit_margin_readout, signed_readout
+from ...report import plots
+from ...runs.claims import AtLeast, AtMost, Claim
+from ...runs.registry import experiment
+from ...train.loop import train
+from ...train.objectives import cross_entropy, logistic
+from ...utils import torch_threads
+from . import measures as al
+
+
+class FAEmbeddingsConfig(ExperimentConfig):
+    embeddings: str = Field("digits", description="'digits' (the 64 pixels of 8×8 digits; no download) or a .npz/"
+                            ".npy/.parquet file of image embeddings with labels (see 'featlab embed')")
+    labels_file: str | None = Field(None, description="labels (.npy) when 'embeddings' is a bare .npy array")
+    positive: list[int] = Field([0, 1, 2, 3, 4], description="classes merged into the + label (J+): the embeddings' "
+                                "0-based class labels (fa-synthetic numbers its clusters 1..k instead)")
+    width: int = Field(30, ge=2, description="hidden width of both heads (2-class: width/2 per sign)")
+    h: int = Field(3, ge=1, description="neurons per class of the 10-class head; also the 2-class head's grouping")
+    center: bool = Field(True, description="subtract the training mean embedding [paper silent]")
+    optimizer: Literal["adam", "gd"] = Field("adam", description="full-batch optimiser of the heads [paper silent]")
+    lr: float = Field(1e-2, gt=0, description="learning rate")
+    steps: int = Field(300, ge=1, description="full-batch steps")
+    sigma_w: float = Field(1e-3, ge=0, description="init std of the first-layer weights")
+    test_fraction: float = Field(0.2, gt=0, lt=1, description="held-out fraction when the file has no split")
+    per_class: int = Field(100, ge=1, description="training images per class in the Fig 10 correlation map")
+    cpu_threads: int | None = Field(None, ge=1, description="torch CPU threads while this experiment runs (None: "
+                                    "leave as is)")
+
+    @model_validator(mode="after")
+    def _ok(self):
+        check(self.width % 2 == 0 and (self.width // 2) % self.h == 0, "width",
+              f"must be even with width/2 a multiple of h={self.h} (groups of h neurons per class)",
+              "e.g. width=30 h=3")
+        check(len(set(self.positive)) == len(self.positive) > 0, "positive", "must list distinct classes")
+        return self
+
+
+CLAIMS = [
+    Claim("fa.emb_kclass_decouples", "k-class head: cos(μ_j, w_j) exceeds cos(μ_i, w_j), i ≠ j same block",
+          "Fig 2d", AtLeast(lo=0.1), why="Fig 2d: diagonal 0.25–0.66, off-diagonal ≈ 0"),
+    Claim("fa.emb_binary_blocks", "2-class head: its weights align with its own label's class features", "Fig 2c",
+          AtLeast(lo=0.05), why="Fig 2c: in-block up to 0.29, cross-block −0.08…0.02"),
+    Claim("fa.emb_binary_averages", "2-class head singles out each class less than the k-class head", "Fig 2c vs 2d",
+          AtMost(hi=0.5, of="the k-class head's diagonal excess", strict=True),
+          why="Fig 2c vs 2d: averaging spreads each weight over its label's classes, so its diagonal excess is "
+              "below half the k-class head's"),
+    Claim("fa.emb_within_gt_between", "embeddings: within-class cosine > between-class cosine", "Fig 10",
+          AtLeast(lo=0, strict=True), why="Fig 10: the class blocks the heads build on"),
+]
+
+
+@dataclass
+class _Task:
+    """The prepared embeddings: inputs x (double, ‖x‖ ≈ √D), classes relabelled so that 0..k/2−1 are J+."""
+
+    xtr: torch.Tensor
+    xte: torch.Tensor
+    ytr: torch.Tensor  # the file's labels (Fig 10)
+    ctr: torch.Tensor  # relabelled classes
+    cte: torch.Tensor
+    pos_r: torch.Tensor  # (k,) J+ mask of the relabelled classes: the first k/2
+    order: torch.Tensor  # file class of each relabelled class
+    mu: torch.Tensor  # (k, D) μ_j: class means of the training embeddings
+    k: int
+    src: str
+
+
+@experiment("fa-embeddings", paper="feature-averaging", reference="Fig 2c/2d, Fig 10 (§6.1)",
+            summary="two-layer heads on image embeddings: 2-class labels average class features, 10-class labels "
+                    "decouple them",
+            config=FAEmbeddingsConfig, claims=CLAIMS,
+            presets={"quick": {"seeds": 4, "cpu_threads": 1},
+                     "paper": {"seeds": 5, "embeddings": "cifar10_clip_vitb32.npz"}})
+def fa_embeddings(ctx) -> None:
+    cfg: FAEmbeddingsConfig = ctx.cfg
+    with torch_threads(cfg.cpu_threads):
+        task = _prepare(cfg, *embedding_split(cfg.embeddings, cfg.labels_file, cfg.test_fraction))
+        bnet, knet = _train(ctx, task)
+        bcos, kcos = _measure_heads(ctx, task, bnet, knet)
+        corr, lab = _measure_embeddings(ctx, task)
+        _draw(ctx, task, bcos, kcos, corr, lab)
+        _judge(ctx)
+
+
+def _prepare(cfg: FAEmbeddingsConfig, ztr, ytr, zte, yte, src: str) -> _Task:
+    k = int(max(ytr.max(), yte.max())) + 1
+    if k * cfg.h != cfg.width:
+        raise DataError(f"fa-embeddings: {src} has {k} classes, so width must be k·h = {k * cfg.h} (got width="
+                        f"{cfg.width}, h={cfg.h}); set width={k * cfg.h}")
+    if max(cfg.positive) >= k or len(cfg.positive) * 2 != k:
+        raise DataError(f"fa-embeddings: 'positive' must list half of the {k} classes (the 2-class head has width/2 "
+                        f"neurons per sign, h per class); got {cfg.positive}")
+    D = ztr.shape[1]
+    mean = ztr.mean(0) if cfg.center else torch.zeros(D)
+    scale = ((ztr - mean).norm(dim=1).mean() / math.sqrt(D))
+    prep = lambda z: ((z - mean) / scale).double()  # noqa: E731  (‖z‖ ≈ √D on average)
+    xtr, xte = prep(ztr), prep(zte)
+    pos = torch.zeros(k, dtype=torch.bool)
+    pos[cfg.positive] = True
+    # class order for the figure and the head: J+ classes first, then J− (rows μ_1..μ_k in this order)
+    order = torch.cat([pos.nonzero().flatten(), (~pos).nonzero().flatten()])
+    rank = torch.empty(k, dtype=torch.long)
+    rank[order] = torch.arange(k)
+    ctr, cte = rank[ytr], rank[yte]  # relabelled so that classes 0..k/2−1 are J+
+    mu = torch.stack([xtr[ctr == c].mean(0) for c in range(k)])  # μ_j: class means of the training embeddings
+    return _Task(xtr, xte, ytr, ctr, cte, torch.arange(k) < k // 2, order, mu, k, src)
+
+
+def _train(ctx, t: _Task) -> tuple[EnsembleTwoLayer, EnsembleTwoLayer]:
+    """The 2-class head (§2.1's binary net, logistic loss) and the k-class head (h neurons per class, CE)."""
+    cfg: FAEmbeddingsConfig = ctx.cfg
+    seeds, E, half, D = ctx.seeds, len(ctx.seeds), cfg.width // 2, t.xtr.shape[1]
+    ypm_tr = t.pos_r[t.ctr].double() * 2 - 1
+    bnet = EnsembleTwoLayer.init(seeds, D, signed_readout(half, half, 1 / half), sigma_w=cfg.sigma_w, sigma_b=None,
+                                 dtype=torch.float64, role="init/emb-binary")
+    knet = EnsembleTwoLayer.init(seeds, D, block_readout(t.k, cfg.h, 1 / cfg.h), sigma_w=cfg.sigma_w, sigma_b=None,
+                                 dtype=torch.float64, role="init/emb-multiclass")
+    opt = "adam" if cfg.optimizer == "adam" else "gd"
+    xtr, every = t.xtr, max(1, cfg.steps // 20)
+    ctx.trained(train([bnet.W], lambda s: logistic(bnet(xtr), ypm_tr), cfg.steps, seeds=seeds, optimizer=opt,
+                      lr=cfg.lr, probe=lambda s: {"train_acc": (torch.where(bnet(xtr) > 0, 1.0, -1.0) == ypm_tr)
+                                                  .double().mean(-1)},
+                      probe_every=every, prefix="binary.", desc="2-class head"))
+    cidx = t.ctr.expand(E, -1)
+    ctx.trained(train([knet.W], lambda s: cross_entropy(knet(xtr), cidx), cfg.steps, seeds=seeds, optimizer=opt,
+                      lr=cfg.lr, probe=lambda s: {"train_acc_kclass": (knet(xtr).argmax(-1) == t.ctr).double()
+                                                  .mean(-1)},
+                      probe_every=every, prefix="multiclass.", desc="10-class head"))
+    return bnet, knet
+
+
+@torch.no_grad()
+def _measure_heads(ctx, t: _Task, bnet, knet) -> tuple[torch.Tensor, torch.Tensor]:
+    """Test accuracies and cos(μ_i, w_j) of both heads' equivalent weights (E, k, k), with their block statistics."""
+    ypm_te = t.pos_r[t.cte].double() * 2 - 1
+    ctx.metric("binary.test_acc", (torch.where(bnet(t.xte) > 0, 1.0, -1.0) == ypm_te).double().mean(-1))
+    lk = knet(t.xte)
+    ctx.metric("multiclass.test_acc_kclass", (lk.argmax(-1) == t.cte).double().mean(-1))
+    ctx.metric("multiclass.test_acc", ((logit_margin_readout(lk, t.pos_r) > 0) == t.pos_r[t.cte]).double().mean(-1))
+    # equivalent weights: groups of h consecutive neurons (2-class: k/2 positive then k/2 negative groups)
+    mu_e = t.mu.expand(len(ctx.seeds), t.k, t.mu.shape[1])
+    bcos = al.cosine_matrix(mu_e, al.equivalent_weights(bnet.W, t.k))  # (E, k, k)
+    kcos = al.cosine_matrix(mu_e, al.equivalent_weights(knet.W, t.k))
+    eye = torch.eye(t.k, dtype=torch.bool)
+    block = t.pos_r[:, None] == t.pos_r[None, :]
+    for name, cos in (("binary", bcos), ("multiclass", kcos)):
+        diag = cos[:, eye].mean(-1)
+        in_off = cos[:, block & ~eye].mean(-1)
+        off_block = cos[:, ~block].mean(-1)
+        stats = {"cos_diag_mean": diag, "cos_in_block_offdiag_mean": in_off, "cos_off_block_mean": off_block,
+                 "diag_excess": diag - in_off, "block_excess": cos[:, block].mean(-1) - off_block}
+        for key, v in stats.items():
+            ctx.metric(f"{name}.{key}", v)
+    return bcos, kcos
+
+
+def _measure_embeddings(ctx, t: _Task) -> tuple[np.ndarray, torch.Tensor]:
+    """Fig 10: cos(z_i, z_j) of ``per_class`` training embeddings per class, ordered by class; (corr, labels)."""
+    sel = torch.cat([(t.ytr == c).nonzero().flatten()[: ctx.cfg.per_class] for c in range(t.k)])
+    zs = t.xtr[sel]
+    zs = zs / zs.norm(dim=1, keepdim=True)
+    corr = (zs @ zs.T).numpy()
+    lab = t.ytr[sel]
+    same = (lab[:, None] == lab[None, :]) & ~torch.eye(len(sel), dtype=torch.bool)
+    ctx.metric("embeddings.cos_within_class", float(torch.from_numpy(corr)[same].mean()))
+    ctx.metric("embeddings.cos_between_class", float(torch.from_numpy(corr)[lab[:, None] != lab[None, :]].mean()))
+    return corr, lab
+
+
+def _draw(ctx, t: _Task, bcos: torch.Tensor, kcos: torch.Tensor, corr: np.ndarray, lab: torch.Tensor) -> None:
+    cfg: FAEmbeddingsConfig = ctx.cfg
+    E, k = len(ctx.seeds), t.k
+    ctx.figure(plots.heatmap_panels([
+        (bcos.mean(0).numpy(), f"(c) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
+        (kcos.mean(0).numpy(), f"(d) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
+        f"Feature averaging vs decoupling on {t.src} (width {cfg.width}, h={cfg.h}; rows/columns: J+ classes "
+        f"{[int(c) for c in t.order[: k // 2]]} first)"), "fig2cd_embedding_cosine")
+
+    fig, ax = plots.subplots(figsize=(6.2, 5.4))
+    im = ax.imshow(corr, cmap="viridis", interpolation="nearest")
+    edges = np.cumsum([0] + [int((lab == c).sum()) for c in range(k)])
+    ax.set_xticks((edges[:-1] + edges[1:]) / 2, [str(c) for c in range(k)], fontsize=7)
+    ax.set_yticks((edges[:-1] + edges[1:]) / 2, [str(c) for c in range(k)], fontsize=7)
+    ax.set_xlabel("class")
+    ax.set_ylabel("class")
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    ax.set_title(f"Fig 10: cos($z_i, z_j$), {len(lab)} training embeddings ({t.src}, "
+                 f"{'centred' if cfg.center else 'raw'}), ordered by class", fontsize=9)
+    fig.tight_layout()
+    ctx.figure(fig, "fig10_embedding_correlation")
+
+
+def _judge(ctx) -> None:
+    """Thresholds: docs/image-benchmarks.md."""
+    m = ctx.metrics
+    kd = m["multiclass.diag_excess"]
+    ctx.claim("fa.emb_kclass_decouples", kd)
+    ctx.claim("fa.emb_binary_blocks", m["binary.block_excess"])
+    ctx.claim("fa.emb_binary_averages", m["binary.diag_excess"], scale=kd)
+    ctx.claim("fa.emb_within_gt_between", round(m["embeddings.cos_within_class"] - m["embeddings.cos_between_class"],
+                                                3))
