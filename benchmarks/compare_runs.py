@@ -4,7 +4,8 @@
 
 For every experiment present in both folders, the latest complete run of each is compared: every summary metric
 (bit-identical unless --rtol is given), and every claim's measured value and verdict (claims are matched by
-position, since the move renamed some ids). Written for the structure move (the numbers must not change), kept
+position, since the move renamed some ids; a claim value that the old code stored rounded — it judged the
+unrounded one — counts as the same when the new value rounds to it). Written for the structure move (the numbers must not change), kept
 for any refactoring: exit 1 when something differs.
 """
 
@@ -38,6 +39,14 @@ def same(a, b, rtol: float) -> bool:
     return a == b or (rtol > 0 and math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12))
 
 
+def rounded_same(a, b) -> bool:
+    """``a`` was stored rounded (e.g. 12.37) and ``b`` is the value it was rounded from (12.3737...)."""
+    if not isinstance(a, float) or not isinstance(b, float) or not math.isfinite(a):
+        return False
+    decimals = len(repr(a).partition(".")[2])
+    return decimals <= 6 and round(b, decimals) == a
+
+
 def compare(before: dict, after: dict, rtol: float) -> list[str]:
     diffs = []
     mb, ma = before["metrics"], after["metrics"]
@@ -50,7 +59,8 @@ def compare(before: dict, after: dict, rtol: float) -> list[str]:
     if len(cb) != len(ca):
         diffs.append(f"claims: {len(cb)} before, {len(ca)} after")
     for x, y in zip(cb, ca):
-        if not same(x["measured"], y["measured"], rtol) or x["holds"] != y["holds"]:
+        value_ok = same(x["measured"], y["measured"], rtol) or rounded_same(x["measured"], y["measured"])
+        if not value_ok or x["holds"] != y["holds"]:
             diffs.append(f"claim {x['id']} / {y['id']}: {x['measured']!r} ({x['holds']}) -> "
                          f"{y['measured']!r} ({y['holds']})")
     return diffs

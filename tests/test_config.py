@@ -59,6 +59,8 @@ def test_bad_config_names_the_field(override, words):
     (["run", "fa-synthetic", "--preset", "huge"], ["no preset 'huge'"]),
     (["run", "fa-synthetic", "--config", "/nonexistent/x.yaml"], ["does not exist"]),
     (["show", "/nonexistent/run"], ["summary.json"]),
+    (["run", "fa-ablation-n", "pgd_steps=3"], ["unknown field 'pgd_steps'", "values"]),  # a field it never reads
+    (["claims", "fa-synthtic"], ["unknown experiment"]),
 ])
 def test_cli_user_errors_exit_2_with_one_line(argv, words, capsys, tmp_path):
     assert main(argv + (["--out", str(tmp_path)] if argv[0] == "run" else [])) == 2

@@ -15,13 +15,7 @@ from featlab.train.image_loop import (CheckpointError, FitSpec, erm_objective, f
 from featlab.train.mixup import MidpointMixup, Mixup, mixup_cross_entropy, soft_target_cross_entropy
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread, above all on a shared CPU; restored afterwards."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread (tests/conftest.py)
 
 
 def toy(n=60, k=6, c=1, hw=6, seed=0):

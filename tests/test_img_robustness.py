@@ -10,12 +10,7 @@ from featlab.probes.robustness import robust_accuracy_curve
 from featlab.train.image_loop import FitSpec, fit
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread (tests/conftest.py)
 
 
 def reference_pgd_l2(score, x, y, eps, steps, alpha, seed):

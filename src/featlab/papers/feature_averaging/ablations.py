@@ -19,7 +19,7 @@ from pydantic import Field
 from ...report import plots
 from ...runs.claims import AtLeast, AtMost, Claim
 from ...runs.registry import experiment
-from .common import FASyntheticConfig, fit_binary, make_data
+from .common import FADataConfig, fit_binary, make_data
 from .measures import binary_alignment, fa_ideal, in_class_mask
 
 FIDELITY = 0.7
@@ -47,7 +47,7 @@ WHY = (f"fidelity = smallest in-class cos(μ_j, w_{{s,r}}) / that of Σ_{{J_s}}�
        f"{FIDELITY:.0%} of the averaging alignment with every cluster of its class (the uniform blocks of Figs 5–9)")
 
 
-class FAAblationConfig(FASyntheticConfig):
+class FAAblationConfig(FADataConfig):
     values: list[float] = Field(default_factory=list, description="the values of the varied field (paper's three)")
 
 
@@ -68,16 +68,16 @@ def _claim_prefix(exp_id: str) -> str:
     return "fa." + exp_id.removeprefix("fa-").replace("-", "_")  # fa-ablation-lr → fa.ablation_lr
 
 
-def _setting(cfg: FAAblationConfig, field: str, v) -> FASyntheticConfig:
+def _setting(cfg: FAAblationConfig, field: str, v) -> FADataConfig:
     upd = {field: type(getattr(cfg, field))(v)}
     if field == "sigma_w":  # Fig 7 varies both init scales together
         upd["sigma_b"] = float(v)
     base = cfg.model_dump(exclude={"values"})
     base.update(upd)
-    return FASyntheticConfig(**base)
+    return FADataConfig(**base)
 
 
-def _train(ctx, sub: FASyntheticConfig, tag: str):
+def _train(ctx, sub: FADataConfig, tag: str):
     """The binary net of one setting on its own data (metrics prefixed by ``tag``) → (net, distribution)."""
     dist, tr, _ = make_data(sub, ctx.seeds, ctx.dtype)
     net, res = fit_binary(sub, ctx.seeds, dist, tr, prefix=tag + "binary.")

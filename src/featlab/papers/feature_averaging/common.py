@@ -31,15 +31,15 @@ from . import measures as al
 from .data import MultiClusterDistribution
 
 
-class FASyntheticConfig(ExperimentConfig):
-    """The paper's synthetic setting (§3, App. E.1). ``positive`` holds 0-based cluster indices (paper's j = j−1)."""
+class FADataConfig(ExperimentConfig):
+    """The paper's synthetic data and binary training (§3, App. E.1): the fields every FA synthetic experiment reads.
+
+    ``positive`` holds 0-based cluster indices (the paper's cluster j is j−1)."""
 
     k: int = Field(10, ge=2, description="number of clusters")
     d: int = Field(3072, ge=2, description="input dimension")
     m: int = Field(5, ge=1, description="binary net: neurons per sign (2m in all)")
-    h: int = Field(1, ge=1, description="k-class net: neurons per class [paper silent; 1 fits Fig 2b]")
     n: int = Field(1000, ge=1, description="training points")
-    n_test: int = Field(1000, ge=1, description="fresh test points for accuracy and attacks [paper silent]")
     alpha: float = Field(1.0, gt=0, description="signal scale α in x = αμ_j + σξ (Remark A.5)")
     sigma: float = Field(1.0, ge=0, description="noise scale σ")
     eta: float = Field(1e-3, gt=0, description="GD learning rate η")
@@ -52,6 +52,33 @@ class FASyntheticConfig(ExperimentConfig):
     pairwise_cos: float = Field(0.0, ge=0, lt=1, description="cos(μ_i, μ_j) for near-orthogonal centres (Fig 9)")
     norm_scales: list[float] | None = Field(None, description="‖μ_j‖ = √d·scale_j (unequal norms); default all 1")
     shared_data: bool = Field(False, description="all seeds use seed 0's centres and data (only init differs)")
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        need = self.k + (1 if self.pairwise_cos > 0 else 0)
+        check(self.d >= need, "d", f"must be >= {need} to hold {need} orthogonal directions (k={self.k}"
+              f"{' plus a shared one for pairwise_cos > 0' if self.pairwise_cos > 0 else ''}); got d={self.d}",
+              f"raise d or lower k")
+        pos = self.positive_set()
+        check(all(0 <= j < self.k for j in pos), "positive",
+              f"must list 0-based clusters in 0..{self.k - 1}; got {self.positive}")
+        check(0 < len(set(pos)) < self.k, "positive", "must leave both J+ and J− non-empty",
+              f"list between 1 and {self.k - 1} distinct clusters")
+        if self.norm_scales is not None:
+            check(len(self.norm_scales) == self.k and all(s > 0 for s in self.norm_scales), "norm_scales",
+                  f"must hold k={self.k} positive numbers")
+        return self
+
+    def positive_set(self) -> list[int]:
+        """J+ as 0-based cluster indices: ``positive`` or the first ⌊k/2⌋ clusters."""
+        return list(self.positive) if self.positive is not None else list(range(self.k // 2))
+
+
+class FASyntheticConfig(FADataConfig):
+    """fa-synthetic: the data and binary training, plus the k-class net, the test set and the attacks."""
+
+    h: int = Field(1, ge=1, description="k-class net: neurons per class [paper silent; 1 fits Fig 2b]")
+    n_test: int = Field(1000, ge=1, description="fresh test points for accuracy and attacks [paper silent]")
     radii: list[float] | None = Field(None, description="ℓ2 radii; default: Fig 3's axis 0:2:58 scaled by "
                                       "√(d/3072), so the theory's radii √(d/k), √(d/2) stay inside for any d")
     pgd_steps: int = Field(50, ge=1, description="PGD iterations per radius")
@@ -62,18 +89,7 @@ class FASyntheticConfig(ExperimentConfig):
     thm46_steps: int = Field(100, ge=1, description="ascent steps of the Thm 4.6 sup search")
 
     @model_validator(mode="after")
-    def _consistent(self):
-        need = self.k + (1 if self.pairwise_cos > 0 else 0)
-        check(self.d >= need, "d", f"must be >= {need} to hold {need} orthogonal directions (k={self.k}"
-              f"{' plus a shared one for pairwise_cos > 0' if self.pairwise_cos > 0 else ''}); got d={self.d}",
-              f"raise d or lower k")
-        pos = self.positive_set()
-        check(all(0 <= j < self.k for j in pos), "positive", f"must list 0-based clusters in 0..{self.k - 1}; got {self.positive}")
-        check(0 < len(set(pos)) < self.k, "positive", "must leave both J+ and J− non-empty",
-              f"list between 1 and {self.k - 1} distinct clusters")
-        if self.norm_scales is not None:
-            check(len(self.norm_scales) == self.k and all(s > 0 for s in self.norm_scales), "norm_scales",
-                  f"must hold k={self.k} positive numbers")
+    def _radii(self):
         if self.radii is not None:
             check(len(self.radii) > 0 and all(r >= 0 for r in self.radii), "radii",
                   "must be a non-empty list of radii >= 0", "e.g. radii=[0,10,20]")
@@ -85,13 +101,10 @@ class FASyntheticConfig(ExperimentConfig):
         step = 2.0 * (self.d / 3072) ** 0.5
         return [round(i * step, 3) for i in range(30)]
 
-    def positive_set(self) -> list[int]:
-        """J+ as 0-based cluster indices: ``positive`` or the first ⌊k/2⌋ clusters."""
-        return list(self.positive) if self.positive is not None else list(range(self.k // 2))
 
-
-def make_data(cfg: FASyntheticConfig, seeds: list[int], dtype):
-    """Distribution, training and test batches, all with a replica axis of len(seeds).
+def make_data(cfg: FADataConfig, seeds: list[int], dtype):
+    """Distribution, training and test batches, all with a replica axis of len(seeds); the test batch is None
+    for a config without ``n_test`` (the ablations measure weights, not test points).
 
     With ``shared_data`` seed 0's centres and samples are drawn once and viewed (not copied) by every replica.
     """
@@ -99,13 +112,14 @@ def make_data(cfg: FASyntheticConfig, seeds: list[int], dtype):
     dist = MultiClusterDistribution.create(
         data_seeds, cfg.k, cfg.d, cfg.positive_set(), alpha=cfg.alpha, sigma=cfg.sigma, centres=cfg.centres,
         pairwise_cos=cfg.pairwise_cos, norm_scales=cfg.norm_scales, dtype=dtype)
-    tr, te = dist.sample(cfg.n, data_seeds, "train"), dist.sample(cfg.n_test, data_seeds, "test")
+    n_test = getattr(cfg, "n_test", None)
+    batches = [dist.sample(cfg.n, data_seeds, "train")] + ([dist.sample(n_test, data_seeds, "test")] if n_test else [])
     if cfg.shared_data:
         E = len(seeds)
         dist.mu = dist.mu.expand(E, -1, -1)
-        tr, te = (Batch(b.x.expand(E, -1, -1), b.y.expand(E, -1), {k: v.expand(E, -1) for k, v in b.info.items()})
-                  for b in (tr, te))
-    return dist, tr, te
+        batches = [Batch(b.x.expand(E, -1, -1), b.y.expand(E, -1), {k: v.expand(E, -1) for k, v in b.info.items()})
+                   for b in batches]
+    return dist, batches[0], (batches[1] if n_test else None)
 
 
 def train_inputs(cfg, tr):
