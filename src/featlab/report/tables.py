@@ -99,6 +99,10 @@ def claims_markdown(experiments, papers: dict[str, str]) -> str:
             if not e.claims:
                 lines += ["No claims (a pipeline check: it draws figures and records metrics).", ""]
                 continue
+            if e.control is not None:
+                ov = " ".join(f"{k}={v}" for k, v in e.control.items())
+                lines += [f"Control (`featlab run {e.id} --control`, `{ov}`): {esc(e.control_why)}. No claim may "
+                          "hold there.", ""]
             lines += ["| id | statement | paper | threshold | why this threshold |", "|---|---|---|---|---|"]
             lines += [f"| `{c.id}` | {esc(c.statement)} | {esc(c.source)} | {esc(c.threshold.text())} | {esc(c.why)} |"
                       for c in e.claims]

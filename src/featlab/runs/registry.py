@@ -36,6 +36,8 @@ class Experiment:
     fn: Callable[..., None]
     presets: dict[str, dict[str, Any]] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
+    control: dict[str, Any] | None = None  # overrides where the paper's statements should be false
+    control_why: str = ""  # what the control setting is and why the claims must fail there
 
     def preset(self, name: str) -> dict[str, Any]:
         if name not in self.presets:
@@ -61,10 +63,14 @@ def register_paper(key: str, title: str, prefix: str) -> None:
 
 
 def experiment(id: str, *, paper: str, reference: str, summary: str, config: type,
-               presets: dict[str, dict[str, Any]], claims: list[Claim] = ()):
+               presets: dict[str, dict[str, Any]], claims: list[Claim] = (), control: dict[str, Any] | None = None,
+               control_why: str = ""):
     """Decorator registering ``fn(ctx)`` as an experiment. Presets must include ``quick`` and ``paper``.
 
     ``claims`` declares every claim the experiment judges; their ids must start with the paper's prefix.
+    ``control``: config overrides giving the same measurement on a setting where the paper's statements should be
+    false (an untrained net, the other method, shuffled labels, the null setting); ``featlab run ID --control``
+    applies them last, and no claim may hold there.
     """
     if paper not in _PAPERS:
         raise ValueError(f"experiment {id!r}: paper {paper!r} is not registered; call register_paper first")
@@ -79,7 +85,8 @@ def experiment(id: str, *, paper: str, reference: str, summary: str, config: typ
         raise ValueError(f"experiment {id!r}: duplicate claim ids in {ids}")
 
     def deco(fn):
-        _REGISTRY[id] = Experiment(id, paper, reference, summary, config, fn, presets, list(claims))
+        _REGISTRY[id] = Experiment(id, paper, reference, summary, config, fn, presets, list(claims),
+                                   dict(control) if control is not None else None, control_why)
         return fn
 
     return deco

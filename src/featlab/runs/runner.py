@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ..config import build_config, load_yaml
-from ..errors import TrainingDiverged
+from ..errors import ConfigError, TrainingDiverged
 from .context import RunContext
 from .store import RunRecord, RunWriter
 from .registry import get_experiment
@@ -28,23 +28,31 @@ def versions() -> dict[str, str]:
 
 
 def resolve_config(experiment_id: str, preset: str = "quick", config_file: str | Path | None = None,
-                   overrides: Mapping[str, Any] | None = None):
+                   overrides: Mapping[str, Any] | None = None, control: bool = False):
+    """The effective config: preset < YAML < key=value, then the experiment's control overrides when asked."""
     exp = get_experiment(experiment_id)
     layers = [exp.preset(preset)]
     if config_file is not None:
         layers.append(load_yaml(config_file))
     layers.append(dict(overrides or {}))
+    if control:
+        if exp.control is None:
+            raise ConfigError(f"{exp.id} declares no control setting; run it without --control")
+        layers.append(exp.control)  # last: an override cannot undo the control
     return exp, build_config(exp.config, exp.id, *layers)
 
 
 def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", config_file: str | Path | None = None,
-        force: bool = False, quiet: bool = False, **overrides: Any) -> RunRecord:
+        force: bool = False, quiet: bool = False, control: bool = False, **overrides: Any) -> RunRecord:
     """Run an experiment (or return its existing complete run) and return the run record.
+
+    ``control=True`` runs the experiment's control setting (see ``@experiment(control=...)``), where every claim
+    should fail; the record says so under ``summary["control"]``.
 
     >>> res = featlab.run("fa-synthetic", preset="quick", seeds=2)
     >>> res.summary["metrics"]["binary.cos_in_class_mean"], res.metrics.head(), res.figures
     """
-    exp, cfg = resolve_config(experiment_id, preset, config_file, overrides)
+    exp, cfg = resolve_config(experiment_id, preset, config_file, overrides, control)
     run_id = cfg.digest(exp.id)
     writer = RunWriter(out, exp.id, run_id)
     if not force and (done := writer.existing()) is not None:
@@ -72,6 +80,7 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
             "config": cfg.to_dict(),
             "metrics": ctx.metrics,
             "claims": [c.to_dict() for c in ctx.claims],
+            "control": {"overrides": exp.control, "why": exp.control_why} if control else None,
             "figures": ctx.figures,
             "notes": ctx.notes,
             "versions": versions(),

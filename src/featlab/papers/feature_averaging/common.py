@@ -43,7 +43,7 @@ class FADataConfig(ExperimentConfig):
     alpha: float = Field(1.0, gt=0, description="signal scale α in x = αμ_j + σξ (Remark A.5)")
     sigma: float = Field(1.0, ge=0, description="noise scale σ")
     eta: float = Field(1e-3, gt=0, description="GD learning rate η")
-    T: int = Field(100, ge=1, description="GD steps")
+    T: int = Field(100, ge=0, description="GD steps (0: the untrained nets, the control setting)")
     sigma_w: float = Field(1e-5, ge=0, description="init std of first-layer weights")
     sigma_b: float = Field(1e-5, ge=0, description="init std of the binary net's biases")
     positive: list[int] | None = Field(None, description="0-based indices of the clusters in J+ (the paper's "

@@ -33,12 +33,17 @@ CLAIMS = [
           Within(lo=0.85, hi=1.05, of="cos(μ_j, Σ_{J_s}μ_j)"),
           why="w ≈ λΣ_{J_s}μ_j/d up to o(d^−1/2); at d = 3072 each neuron's noise part (≈ 13 % of its norm, "
               "binary.fa_rel_residual) lowers the cosine by about that much and never raises it"),
-    Claim("fa.binary_off_class", "binary net: off-class |cos(μ_j, w)| small", "Thm 4.5 (2)", AtMost(hi=0.1),
-          why="opposite-class coefficients are ≤ kε; 0.1 is a quarter of the in-class value 1/√|J_s|"),
+    Claim("fa.binary_off_class", "binary net: off-class max |cos(μ_j, w)| small next to the in-class alignment",
+          "Thm 4.5 (2)", AtMost(hi=0.25, of="in-class mean cos"),
+          why="opposite-class coefficients are ≤ kε while in-class ones are Θ(1): at most a quarter of the in-class "
+              "mean cosine. Relative, because random unit vectors at d = 3072 already have max |cos| ≈ 0.05, so an "
+              "absolute 0.1 held for untrained nets"),
     Claim("fa.kclass_diag", "{k}-class net decouples: cos(μ_j, w_j) ≈ 1", "Thm 4.7 (2)", AtLeast(lo=0.9),
           why="w_j ≈ λμ_j/d gives cosine 1 in the limit; a neuron's ≈ 13 % noise part allows ≈ 1 − 0.13²/2"),
-    Claim("fa.kclass_offdiag", "{k}-class net: off-diagonal |cos(μ_i, w_j)| small", "Thm 4.7 (2)", AtMost(hi=0.1),
-          why="w_j ≈ λμ_j/d is orthogonal to the other centres in the limit; 0.1 leaves room for the noise part"),
+    Claim("fa.kclass_offdiag", "{k}-class net: off-diagonal max |cos(μ_i, w_j)| small next to the diagonal",
+          "Thm 4.7 (2)", AtMost(hi=0.1, of="diagonal mean cos"),
+          why="w_j ≈ λμ_j/d is orthogonal to the other centres in the limit; a tenth of the diagonal leaves room for "
+              "the noise part. Relative, because an absolute 0.1 held for untrained nets (random |cos| ≈ 0.05)"),
     Claim("fa.thm46", "binary net ≈ C·f_FA on the sphere ‖x‖=√d: sup-gap / sup|C f_FA|", "Thm 4.6",
           AtMost(hi=0.2), why="o(1) as d → ∞; at d = 3072 the ascent finds the neurons' noise part (relative size "
                               "≈ 0.13), so agreement within 20 % uniformly on the sphere"),
@@ -58,6 +63,7 @@ CLAIMS = [
     summary="binary training averages cluster features and breaks at √(d/k); k-class training decouples "
             "them and holds to √(d/2)",
     config=FASyntheticConfig,
+    control={"T": 0}, control_why="T = 0: the networks at their random init (σ = 1e-5), same data and measurements",
     presets={"paper": {"seeds": 5},
              "quick": {"seeds": 4, "n_test": 500, "pgd_steps": 20, "thm46_starts": 16, "thm46_steps": 50}},
     claims=CLAIMS)
@@ -194,9 +200,9 @@ def _judge(ctx, cfg: FASyntheticConfig) -> None:
     ctx.claim("fa.binary_clean", m["binary.clean_acc"])
     ctx.claim("fa.kclass_clean", m["multiclass.clean_acc"])
     ctx.claim("fa.binary_in_class", m["binary.cos_in_class_mean"], scale=m["binary.cos_in_class_ideal"])
-    ctx.claim("fa.binary_off_class", m["binary.cos_off_class_max_abs"])
+    ctx.claim("fa.binary_off_class", m["binary.cos_off_class_max_abs"], scale=m["binary.cos_in_class_mean"])
     ctx.claim("fa.kclass_diag", m["multiclass.cos_diag_mean"])
-    ctx.claim("fa.kclass_offdiag", m["multiclass.cos_offdiag_max_abs"])
+    ctx.claim("fa.kclass_offdiag", m["multiclass.cos_offdiag_max_abs"], scale=m["multiclass.cos_diag_mean"])
     ctx.claim("fa.thm46", m["binary.thm46_relative"])
     ctx.claim("fa.binary_breaks", m["binary.critical_radius_pgd"], scale=m["theory.radius_sqrt_d_over_k"],
               paper_value=_paper_critical_radius(PAPER_FIG3_BINARY) if paper_ok else None)
