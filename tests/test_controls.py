@@ -19,7 +19,7 @@ def test_no_claim_holds_under_the_control(exp_id, out):
     assert held == [], f"claims that hold under the control of {exp_id} cannot fail: {held}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9 in progress: controls are declared for fa-synthetic so far")
+@pytest.mark.xfail(strict=True, reason="issue 9 in progress: controls are declared for the FA synthetic experiments so far")
 def test_every_experiment_with_claims_declares_a_control():
     missing = [e.id for e in list_experiments() if e.claims and e.control is None]
     assert missing == []
