@@ -177,3 +177,38 @@ class Verdict:
         if self.paper_value is not None:
             out["paper_value"] = self.paper_value
         return out
+
+
+@dataclass(frozen=True)
+class Control:
+    """A setting where the paper's statements should be false: the same measurement on an untrained network, the
+    other method, shuffled labels, or the theory's null setting. ``claims``: the claims this control must defeat
+    (default: every claim of the experiment). Every claim is targeted by at least one control, and the test suite
+    runs each control at quick scale: a targeted claim that holds there cannot fail, and is a defect."""
+
+    name: str  # 'untrained', 'coarse-labels', ...
+    overrides: dict[str, Any]  # config overrides, applied after every other layer
+    why: str  # what the setting is and why the claims must fail there
+    claims: tuple[str, ...] = ()
+
+    def targets(self, declared: list[Claim]) -> list[str]:
+        return list(self.claims) if self.claims else [c.id for c in declared]
+
+    def to_dict(self, declared: list[Claim]) -> dict[str, Any]:
+        return {"name": self.name, "overrides": dict(self.overrides), "why": self.why,
+                "claims": self.targets(declared)}
+
+
+@dataclass(frozen=True)
+class PaperResult:
+    """One numbered result of a paper (definition, lemma, proposition, theorem, figure, table) and what checks it:
+    the claims that measure it, or the reason none does (schematic figure, constants only, regime not reached)."""
+
+    ref: str  # 'Lemma 3.2', 'Fig 3', 'Def 4.1'
+    what: str  # a few words on its content
+    claims: tuple[str, ...] = ()
+    reason: str = ""  # when no claim checks it: why (and which test, if any, checks it)
+
+    def __post_init__(self):
+        if not self.claims and not self.reason:
+            raise ValueError(f"{self.ref}: name the claims that check it or the reason none does")

@@ -25,6 +25,7 @@ class RunContext:
     dir: Path
     quiet: bool = False
     declared: list[Claim] = field(default_factory=list)  # the experiment's claims, judged by ctx.claim
+    judged: set[str] | None = None  # under a control: the claims it targets (the others are not recorded)
     metrics: dict[str, float] = field(default_factory=dict)
     claims: list[Verdict] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)
@@ -68,7 +69,8 @@ class RunContext:
         if spec is None:
             raise KeyError(f"{self.experiment_id} judges claim {claim_id!r} that it does not declare")
         v = spec.judge(measured, scale=scale, paper_value=paper_value, config=self.cfg.to_dict())
-        self.claims.append(v)
+        if self.judged is None or claim_id in self.judged:
+            self.claims.append(v)
         return v
 
     def trained(self, result) -> Any:

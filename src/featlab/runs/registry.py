@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
-from ..errors import UnknownExperimentError
-from .claims import Claim
+from ..errors import ConfigError, UnknownExperimentError
+from .claims import Claim, Control, PaperResult
 
 ENTRY_POINT_GROUP = "featlab.experiments"
 BUILTIN_CATALOGUE = "featlab.papers"
@@ -36,8 +36,7 @@ class Experiment:
     fn: Callable[..., None]
     presets: dict[str, dict[str, Any]] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
-    control: dict[str, Any] | None = None  # overrides where the paper's statements should be false
-    control_why: str = ""  # what the control setting is and why the claims must fail there
+    controls: list[Control] = field(default_factory=list)  # settings where the paper's statements should fail
 
     def preset(self, name: str) -> dict[str, Any]:
         if name not in self.presets:
@@ -51,26 +50,43 @@ class Experiment:
                 return c
         raise KeyError(f"{self.id} judges claim {claim_id!r} that it does not declare; add it to claims=[...]")
 
+    def control(self, name: str | None = None) -> Control:
+        """The control called ``name`` (default: the first declared)."""
+        if not self.controls:
+            raise ConfigError(f"{self.id} declares no control setting; run it without --control")
+        for c in self.controls:
+            if name is None or c.name == name:
+                return c
+        raise ConfigError(f"{self.id} has no control {name!r}; choose one of: "
+                                     f"{', '.join(c.name for c in self.controls)}")
+
 
 _PAPERS: dict[str, tuple[str, str]] = {}  # key -> (title, claim-id prefix)
+_RESULTS: dict[str, list[PaperResult]] = {}  # key -> the paper's numbered results and what checks each
 _REGISTRY: dict[str, Experiment] = {}
 _loaded = False
 
 
-def register_paper(key: str, title: str, prefix: str) -> None:
-    """Declare a paper: its key (``feature-averaging``), title, and the prefix of its claim ids (``fa``)."""
+def register_paper(key: str, title: str, prefix: str, results: list[PaperResult] = ()) -> None:
+    """Declare a paper: its key (``feature-averaging``), title, the prefix of its claim ids (``fa``) and its
+    numbered results with the claims that check each (the coverage table of docs/claims.md)."""
     _PAPERS[key] = (title, prefix)
+    _RESULTS[key] = list(results)
+
+
+def paper_results(key: str) -> list[PaperResult]:
+    _load_all()
+    return list(_RESULTS.get(key, []))
 
 
 def experiment(id: str, *, paper: str, reference: str, summary: str, config: type,
-               presets: dict[str, dict[str, Any]], claims: list[Claim] = (), control: dict[str, Any] | None = None,
-               control_why: str = ""):
+               presets: dict[str, dict[str, Any]], claims: list[Claim] = (), controls: list[Control] = ()):
     """Decorator registering ``fn(ctx)`` as an experiment. Presets must include ``quick`` and ``paper``.
 
     ``claims`` declares every claim the experiment judges; their ids must start with the paper's prefix.
-    ``control``: config overrides giving the same measurement on a setting where the paper's statements should be
-    false (an untrained net, the other method, shuffled labels, the null setting); ``featlab run ID --control``
-    applies them last, and no claim may hold there.
+    ``controls``: settings where the paper's statements should be false (an untrained net, the other method,
+    shuffled labels, the null setting), each naming the claims it must defeat; ``featlab run ID --control``
+    runs them, and no targeted claim may hold there.
     """
     if paper not in _PAPERS:
         raise ValueError(f"experiment {id!r}: paper {paper!r} is not registered; call register_paper first")
@@ -83,10 +99,15 @@ def experiment(id: str, *, paper: str, reference: str, summary: str, config: typ
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
         raise ValueError(f"experiment {id!r}: duplicate claim ids in {ids}")
+    names = [c.name for c in controls]
+    if len(set(names)) != len(names):
+        raise ValueError(f"experiment {id!r}: duplicate control names in {names}")
+    unknown = [t for c in controls for t in c.claims if t not in ids]
+    if unknown:
+        raise ValueError(f"experiment {id!r}: controls target undeclared claims {unknown}")
 
     def deco(fn):
-        _REGISTRY[id] = Experiment(id, paper, reference, summary, config, fn, presets, list(claims),
-                                   dict(control) if control is not None else None, control_why)
+        _REGISTRY[id] = Experiment(id, paper, reference, summary, config, fn, presets, list(claims), list(controls))
         return fn
 
     return deco

@@ -28,26 +28,25 @@ def versions() -> dict[str, str]:
 
 
 def resolve_config(experiment_id: str, preset: str = "quick", config_file: str | Path | None = None,
-                   overrides: Mapping[str, Any] | None = None, control: bool = False):
-    """The effective config: preset < YAML < key=value, then the experiment's control overrides when asked."""
+                   overrides: Mapping[str, Any] | None = None, control: bool | str = False):
+    """The effective config: preset < YAML < key=value, then a control's overrides when asked (``control=True``:
+    the first declared control, or its name)."""
     exp = get_experiment(experiment_id)
     layers = [exp.preset(preset)]
     if config_file is not None:
         layers.append(load_yaml(config_file))
     layers.append(dict(overrides or {}))
     if control:
-        if exp.control is None:
-            raise ConfigError(f"{exp.id} declares no control setting; run it without --control")
-        layers.append(exp.control)  # last: an override cannot undo the control
+        layers.append(exp.control(None if control is True else control).overrides)  # last: cannot be undone
     return exp, build_config(exp.config, exp.id, *layers)
 
 
 def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", config_file: str | Path | None = None,
-        force: bool = False, quiet: bool = False, control: bool = False, **overrides: Any) -> RunRecord:
+        force: bool = False, quiet: bool = False, control: bool | str = False, **overrides: Any) -> RunRecord:
     """Run an experiment (or return its existing complete run) and return the run record.
 
-    ``control=True`` runs the experiment's control setting (see ``@experiment(control=...)``), where every claim
-    should fail; the record says so under ``summary["control"]``.
+    ``control=True`` (or a control's name) runs a control setting (see ``@experiment(controls=...)``), where the
+    claims it targets should fail; only those are judged, and the record says so under ``summary["control"]``.
 
     >>> res = featlab.run("fa-synthetic", preset="quick", seeds=2)
     >>> res.summary["metrics"]["binary.cos_in_class_mean"], res.metrics.head(), res.figures
@@ -61,7 +60,9 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     stage = writer.open()
     try:
         writer.write_config(cfg.to_yaml())
-        ctx = RunContext(exp.id, cfg, stage, quiet=quiet, declared=exp.claims)
+        ctl = exp.control(None if control is True else control) if control else None
+        ctx = RunContext(exp.id, cfg, stage, quiet=quiet, declared=exp.claims,
+                         judged=set(ctl.targets(exp.claims)) if ctl else None)
         t0 = time.perf_counter()
         try:
             exp.fn(ctx)
@@ -80,7 +81,7 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
             "config": cfg.to_dict(),
             "metrics": ctx.metrics,
             "claims": [c.to_dict() for c in ctx.claims],
-            "control": {"overrides": exp.control, "why": exp.control_why} if control else None,
+            "control": ctl.to_dict(exp.claims) if ctl else None,
             "figures": ctx.figures,
             "notes": ctx.notes,
             "versions": versions(),

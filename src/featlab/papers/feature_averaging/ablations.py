@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import Field
 
 from ...report import plots
-from ...runs.claims import AtLeast, AtMost, Claim
+from ...runs.claims import AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
 from .common import FADataConfig, fit_binary, make_data
 from .measures import binary_alignment, fa_ideal, in_class_mask
@@ -48,11 +48,11 @@ LABEL = {"n": "n", "eta": "η", "sigma_w": "σ_w = σ_b", "alpha": "SNR α/σ", 
 # nets (T = 0). "Averaging at the small values, not at the largest" is false with the values reversed: the value
 # judged as the largest is then the smallest, and the "small" ones include a value where averaging fails — for
 # η that is 0.3, the smallest η measured to break averaging at T = 100 (0.01, the paper's, does not: see above).
-UNTRAINED = ({"T": 0}, "T = 0: the binary nets at their random init, same data and measurements")
+UNTRAINED = ("untrained", {"T": 0}, "T = 0: the binary nets at their random init, same data and measurements")
 REVERSED = "the values in reverse order: the value judged as the largest is the smallest, where averaging holds"
 CONTROLS = {"fa-ablation-n": UNTRAINED, "fa-ablation-snr": UNTRAINED, "fa-ablation-cosine": UNTRAINED,
-            "fa-ablation-lr": ({"values": [1e-4, 1e-3, 0.3]}, REVERSED + "; η = 0.3 stands for the large value"),
-            "fa-ablation-init": ({"values": [1e-5, 1e-4, 1e-3]}, REVERSED)}
+            "fa-ablation-lr": ("reversed", {"values": [1e-4, 1e-3, 0.3]}, REVERSED + "; η = 0.3 stands for the large value"),
+            "fa-ablation-init": ("reversed", {"values": [1e-5, 1e-4, 1e-3]}, REVERSED)}
 WHY = (f"fidelity = smallest in-class cos(μ_j, w_{{s,r}}) / that of Σ_{{J_s}}μ_j; ≥ {FIDELITY}: every neuron keeps "
        f"{FIDELITY:.0%} of the averaging alignment with every cluster of its class (the uniform blocks of Figs 5–9)")
 
@@ -154,4 +154,4 @@ for _id, (_field, _values, _fig, _statement, _kind) in ABLATIONS.items():
                presets={"paper": {"seeds": 5, "values": _values},
                         "quick": {"seeds": 2 if _field != "n" else 1, "values": _values},
                         **EXTRA_PRESETS.get(_id, {})},
-               claims=_claims(_id), control=CONTROLS[_id][0], control_why=CONTROLS[_id][1])(_make(_id))
+               claims=_claims(_id), controls=[Control(*CONTROLS[_id])])(_make(_id))

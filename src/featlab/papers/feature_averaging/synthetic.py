@@ -12,7 +12,7 @@ import torch
 from ...nn.twolayer import binary_readout, logit_margin_readout, sign_prediction
 from ...probes.robustness import critical_radius, direction_attack, robust_accuracy_curve
 from ...report import plots
-from ...runs.claims import AtLeast, AtMost, Claim, Within
+from ...runs.claims import AtLeast, AtMost, Claim, Control, Within
 from ...runs.registry import experiment
 from ...utils import progress_bar
 from ...utils import generator
@@ -63,7 +63,8 @@ CLAIMS = [
     summary="binary training averages cluster features and breaks at √(d/k); k-class training decouples "
             "them and holds to √(d/2)",
     config=FASyntheticConfig,
-    control={"T": 0}, control_why="T = 0: the networks at their random init (σ = 1e-5), same data and measurements",
+    controls=[Control("untrained", {"T": 0}, "T = 0: the networks at their random init (σ = 1e-5), same data and "
+                      "measurements")],
     presets={"paper": {"seeds": 5},
              "quick": {"seeds": 4, "n_test": 500, "pgd_steps": 20, "thm46_starts": 16, "thm46_steps": 50}},
     claims=CLAIMS)
