@@ -10,7 +10,8 @@ Decisions where the paper is silent (each is a config field; defaults below):
 * the (A1)–(A7) check uses δ = ``delta`` and the smallest C ≥ ``check_C`` that (A7) allows (the paper's C is
   "large enough" and unspecified);
 * Fig 1: a d-dimensional net drawn on the plane span{μ1, μ2} (x = uμ1 + vμ2), training points projected on it;
-* Fig 2: n, d, horizons and seeds are not in the text; see the presets and docs/feature-amplification.md.
+* Fig 2: n, d, horizons and seeds are not in the text; see the presets and docs/feature-amplification.md;
+* ``labels``: §2's XOR labels; "linear" and "random" are the controls' null settings, not in the paper.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ class RFABase(ExperimentConfig):
     law: Literal["gaussian", "uniform", "laplace"] = Field(
         "gaussian", description="within-cluster law, i.i.d. coordinates scaled to covariance σ²I (log-concave)")
     means: Literal["random", "axis"] = Field("random", description="μ1, μ2: random orthonormal pair, or e1, e2")
+    labels: Literal["xor", "linear", "random"] = Field(
+        "xor", description="clean labels of the clusters (+µ1, −µ1, +µ2, −µ2): xor = (+1, +1, −1, −1) (§2); "
+        "linear = (+1, −1, +1, −1), separated by the homogeneous halfspace sgn<µ1 + µ2, x> (the null of §2's "
+        "'linear classifiers are no better than chance'); random = a fair coin per point, independent of x (the null "
+        "of every statement about learning) [linear, random: control settings, not in the paper]")
     n_test: int = Field(2000, ge=1, description="fresh test points per replica [App. E: 6000 validation points]")
     delta: float = Field(0.05, gt=0, lt=0.5, description="failure probability δ for the (A1)–(A7) check and "
                          "the 1 − 4δ success threshold")
@@ -74,8 +80,8 @@ class RFAConfig(RFABase):
 
     d: int = Field(200, ge=2, description="input dimension d")
     n: int = Field(1000, ge=1, description="training points n")
-    steps: int | None = Field(None, ge=1, description="GD iterations; None = Thm 1's T = 1 + ⌊1/(4α)⌋ "
-                              "[paper: T = 1 + 1/(4α), rounded down]")
+    steps: int | None = Field(None, ge=0, description="GD iterations; None = Thm 1's T = 1 + ⌊1/(4α)⌋ "
+                              "[paper: T = 1 + 1/(4α), rounded down]; 0 = the untrained network (a control)")
 
     def steps_(self) -> int:
         return self.steps if self.steps is not None else self.T()
@@ -85,7 +91,7 @@ class RFAConfig(RFABase):
 def make_dist(cfg: RFABase, seeds, etas: list[float], dtype, d: int | None = None) -> XORClusterDistribution:
     d = d or cfg.d
     return XORClusterDistribution.create(seeds, d, cfg.sigma_for(d), etas, law=cfg.law, noise=cfg.noise,
-                                         means=cfg.means, dtype=dtype)
+                                         means=cfg.means, dtype=dtype, labels=cfg.labels)
 
 
 def make_net(cfg: RFABase, seeds, dtype, d: int | None = None) -> EnsembleTwoLayer:

@@ -22,7 +22,12 @@ from ...utils import generator
 from ...data.base import Batch
 
 CLUSTER_NAMES = ("+mu1", "-mu1", "+mu2", "-mu2")
-CLEAN_LABEL = torch.tensor([1.0, 1.0, -1.0, -1.0])  # ỹ of clusters +μ1, −μ1, +μ2, −μ2
+CLEAN_LABEL = torch.tensor([1.0, 1.0, -1.0, -1.0])  # ỹ of clusters +μ1, −μ1, +μ2, −μ2 (§2: XOR)
+# Clean labels of the clusters (+μ1, −μ1, +μ2, −μ2) per ``labels`` mode: "xor" is §2's; the others are null settings
+# for the controls [not in the paper]: "linear" is separated by the homogeneous halfspace sgn<μ1 + μ2, x>, "random"
+# draws ỹ as a fair coin per point, independent of x (drawn after the flips' uniforms, so x, c, u are unchanged).
+LABELINGS = {"xor": CLEAN_LABEL, "linear": torch.tensor([1.0, -1.0, 1.0, -1.0])}
+LABEL_MODES = ("xor", "linear", "random")
 LAWS = ("gaussian", "uniform", "laplace")
 NOISE_MODELS = ("flip", "exact", "boundary")
 
@@ -76,15 +81,16 @@ class XORClusterDistribution:
     law: str = "gaussian"
     noise: str = "flip"
     quantile: torch.Tensor | None = None  # (E,) boundary model: flip iff |f*(x)| < quantile (η(x) ∈ {0, 1})
+    labels: str = "xor"  # clean labels: "xor" (§2), or a control's null setting "linear" / "random"
 
     @classmethod
     def create(cls, seeds: list[int], d: int, sigma: float, eta: float | list[float] = 0.0, *,
                law: str = "gaussian", noise: str = "flip", means: str = "random", dtype=torch.float32,
-               quantile_samples: int = 20000) -> "XORClusterDistribution":
+               quantile_samples: int = 20000, labels: str = "xor") -> "XORClusterDistribution":
         etas = [float(eta)] * len(seeds) if isinstance(eta, (int, float)) else [float(e) for e in eta]
         assert len(etas) == len(seeds), (len(etas), len(seeds))
         mu = torch.stack([orthonormal_means(d, means, generator(s, "means")) for s in seeds])
-        dist = cls(mu.to(dtype), float(sigma), torch.tensor(etas, dtype=torch.float64), law, noise)
+        dist = cls(mu.to(dtype), float(sigma), torch.tensor(etas, dtype=torch.float64), law, noise, labels=labels)
         if noise == "boundary":
             dist.quantile = torch.stack([dist._boundary_quantile(e, s, quantile_samples)
                                          for e, s in enumerate(seeds)])
@@ -127,7 +133,10 @@ class XORClusterDistribution:
             c = torch.randint(4, (n,), generator=g)
             x = self._centres(e)[c] + cluster_noise(n, self.d, self.sigma, self.law, g)  # x = μ + z (§2)
             u = torch.rand(n, generator=g, dtype=torch.float64)
-            y_clean = CLEAN_LABEL[c].double()
+            if self.labels == "random":  # null setting: ỹ independent of x [control, not in the paper]
+                y_clean = torch.randint(2, (n,), generator=g).double() * 2 - 1
+            else:
+                y_clean = LABELINGS[self.labels][c].double()
             flip = self.flips(e, x, c, u)
             xs.append(x)
             ys.append(torch.where(flip, -y_clean, y_clean))

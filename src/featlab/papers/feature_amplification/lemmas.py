@@ -17,6 +17,27 @@ LPRIME_FLOOR = E2 / 2  # eq. (37): −ℓ'_{i,τ} ≥ e^{-2}/2 for τ ≤ T − 
 AO_RADIUS = 3.0  # Condition 10: |<w_j^{(t)}, µ_other>| ≤ 3α|a_j|
 RHO_FLOOR = E2 / 256  # eq. (40): <w_j^{(t)}/‖w_j^{(t)}‖, µ> ≥ e^{-2}/256 for j ∈ J_µ, t ≥ 2
 C0_PAPER = 45 * 1024**2 * math.e**4  # Def 7: C0 = 45·1024²·e⁴ ≈ 2.58e9
+C3_NUM = 4096 * math.e**2  # Lemma 11: C3 = 4096 e²/(1 − 1/C0)²
+LEMMA5_C1 = 2.0  # Lemma 5: the universal C1 ≥ 2 (unspecified); 2 is the least value the lemma allows
+
+
+def c1_constant(law: str) -> float:
+    """eq. (12): c1 = inf over unit u of P(<z/σ, u> ∈ [−1/9, 0]) for the within-cluster law (isotropic after /σ).
+    Gaussian: Φ(1/9) − 1/2 for every u (exact). Product laws: the smaller of u = e1 and the Gaussian (CLT) limit
+    [our choice: the infimum over u is not computed]; uniform e1: (1/9)/(2√3); Laplace e1: (1 − e^{−√2/9})/2."""
+    gauss = 0.5 * math.erf(1 / (9 * math.sqrt(2)))
+    e1 = {"gaussian": gauss, "uniform": 1 / (18 * math.sqrt(3)), "laplace": 0.5 * (1 - math.exp(-math.sqrt(2) / 9))}
+    return min(gauss, e1[law])
+
+
+def C2_constant(law: str) -> float:
+    """Lemma 6's C2 as its proof makes it: eq. (14) gives N_µ − N_{−µ} ≥ n c1/4, so C2 = 4/c1 (≈ 90.4, Gaussian)."""
+    return 4 / c1_constant(law)
+
+
+def appd_bound(sigma: float) -> float:
+    """App. D eq. (56): f*'s clean error per cluster ≤ P(|<µ1,z>| > 1/3) + P(|<µ2,z>| > 1/3) ≤ 2·3e^{−1/(3σ)}."""
+    return min(1.0, 6 * math.exp(-1 / (3 * sigma)))
 
 
 def stopping_time(alpha: float) -> int:
@@ -109,6 +130,76 @@ def own_rho_values(W: torch.Tensor, mu: torch.Tensor, J: torch.Tensor) -> torch.
 def frobenius_ratio(W: torch.Tensor, alpha: float, t: int) -> torch.Tensor:
     """Lemma 14: ‖W^{(t)}‖_F/(2αt), ≤ 1 for t ≥ 1. (E,)"""
     return W.flatten(1).norm(dim=-1) / (2 * alpha * max(t, 1))
+
+
+def neuron_norm_ratio(W: torch.Tensor, A: torch.Tensor, alpha: float, t: int) -> torch.Tensor:
+    """Lemma 14 (1): max_j ‖w_j^{(t)}‖/(2|a_j|αt), ≤ 1 for t ≥ 1 (implies (2), ‖W‖_F ≤ 2αt); a_j = 0 skipped. (E,)"""
+    a = A[:, 0].abs().to(W.dtype)
+    r = W.norm(dim=-1) / (2 * a * alpha * max(t, 1)).clamp_min(torch.finfo(W.dtype).tiny)
+    return r.masked_fill(a[None] == 0, 0.0).amax(-1)
+
+
+def init_norm_ratio(W0: torch.Tensor, omega: float) -> torch.Tensor:
+    """Lemma 3: ‖w_j^{(0)}‖/(ω√d) ∈ [1/2, 3/2] for all j; returns the ratio farthest from 1, (E,)."""
+    r = W0.norm(dim=-1) / (omega * math.sqrt(W0.shape[-1]))
+    i = (r - 1).abs().argmax(-1, keepdim=True)
+    return r.gather(-1, i)[:, 0]
+
+
+def lemma3_count(W0: torch.Tensor, mu: torch.Tensor, omega: float, C0: float) -> torch.Tensor:
+    """Lemma 3: share of j with |<w_j^{(0)}, µ>| ≥ ω/(2C0), for µ = µ1, µ2: (E, 2)."""
+    return ((W0 @ mu.to(W0.dtype).transpose(1, 2)).abs() >= omega / (2 * C0)).to(W0.dtype).mean(1)
+
+
+def lemma3_count_floor(m: int, C0: float, delta: float) -> float:
+    """Lemma 3: the share is ≥ 1 − 1/(2C0) − √(2 log(4/δ)/m)."""
+    return 1 - 1 / (2 * C0) - math.sqrt(2 * math.log(4 / delta) / m)
+
+
+def lemma4_ratio(J: torch.Tensor, C0: float) -> torch.Tensor:
+    """Lemma 4: min over µ of |J_µ| / ((m/4)(1 − 1/C0)²), ≥ 1 on the lemma's event. J (E, 4, M) → (E,)."""
+    m = J.shape[-1]
+    return J.sum(-1).amin(-1).to(torch.float64) / (m / 4 * (1 - 1 / C0) ** 2)
+
+
+def lemma5_C1(x: torch.Tensor, cluster: torch.Tensor, noisy: torch.Tensor, mu: torch.Tensor, sigma: float,
+              eta: torch.Tensor, delta: float) -> torch.Tensor:
+    """Lemma 5: the smallest C1 for which (a)–(d) hold on the sample, (E,):
+    (a) <x_i, µ> ≥ 1 − C1σ√d and |<x_i, µ_⊥>| ≤ C1σ√d (µ_⊥ = the other class's mean), (b) ‖x_i − µ‖² ≤ C1σ²d,
+    (c) |N|/n ≤ η + C1√(log(1/δ)/n), (d) | |I_µ|/n − 1/4 | ≤ C1√(log(1/δ)/n)."""
+    E, n, d = x.shape
+    sm = signed_means(mu.to(x.dtype))  # (E, 4, d)
+    cen = sm[torch.arange(E)[:, None], cluster]  # (E, n, d): µ(i)
+    other = mu.to(x.dtype)[torch.arange(E)[:, None], 1 - cluster // 2]  # µ2 for ±µ1 clusters, µ1 for ±µ2
+    s, r = sigma * math.sqrt(d), math.sqrt(math.log(1 / delta) / n)
+    a1 = ((1 - (x * cen).sum(-1)) / s).amax(-1)
+    a2 = ((x * other).sum(-1).abs() / s).amax(-1)
+    b = ((x - cen).pow(2).sum(-1) / (sigma**2 * d)).amax(-1)
+    c = (noisy.to(x.dtype).mean(-1) - eta.to(x.dtype)) / r
+    dd = ((cluster_masks(cluster).to(x.dtype).mean(-1) - 0.25).abs() / r).amax(-1)
+    return torch.stack([a1, a2, b, c, dd]).amax(0)
+
+
+def lemma6_edge(W0: torch.Tensor, x: torch.Tensor, cluster: torch.Tensor, noisy: torch.Tensor, mu: torch.Tensor,
+                C0: float) -> torch.Tensor:
+    """Lemma 6: min over µ and every j with ρ_{j,µ}(0) ≥ 1/(3C0√d) of
+    (Σ_{i ∈ I^C_{+µ}} φ'(<w_j, x_i>) − Σ_{i ∈ I^C_{−µ}} φ'(<w_j, x_i>))/n, to compare with 1/C2; (E,)."""
+    n, d = x.shape[1], x.shape[2]
+    act = (torch.bmm(x, W0.transpose(1, 2)) >= 0).to(x.dtype)  # φ'(0) = 1
+    IC = (cluster_masks(cluster) & ~noisy[:, None, :]).to(x.dtype)  # clean points per cluster (E, 4, n)
+    cnt = torch.einsum("ekn,enm->ekm", IC, act)
+    edge = (cnt - cnt[:, [1, 0, 3, 2]]) / n  # (E, 4, M)
+    ok = rho(W0, mu).transpose(1, 2) >= 1 / (3 * C0 * math.sqrt(d))
+    return edge.masked_fill(~ok, float("inf")).flatten(1).amin(-1)
+
+
+def subnet_margin(W: torch.Tensor, A: torch.Tensor, x: torch.Tensor, y_clean: torch.Tensor,
+                  J: torch.Tensor) -> torch.Tensor:
+    """Lemma 11: min_i ỹ_i f^J(x_i; W), f^J = Σ_{j ∈ J} a_j φ(<w_j, x>) (y_i f^J ≥ 1/C3 on clean points and
+    ≤ −1/C3 on noisy ones ⇔ ỹ_i f^J ≥ 1/C3 for all i). (E,)"""
+    aJ = A[:, 0].to(W.dtype)[None] * J.any(1).to(W.dtype)  # (E, M)
+    fJ = (torch.bmm(x, W.transpose(1, 2)).clamp_min(0) * aJ[:, None, :]).sum(-1)
+    return (y_clean.to(W.dtype) * fJ).amin(-1)
 
 
 def min_neg_lprime(score: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,87 @@
+"""rfa-amplification's claims and controls, as data: §4's lemmas with the explicit constants of their proofs.
+
+Where a lemma's constant is a universal one the paper leaves unspecified, the claim uses the value its proof
+produces (C2 = 4/c1 from eqs. (12)–(14); C3 from Lemma 11) or the least value the lemma allows (C1 = 2, Lemma 5).
+"""
+
+from __future__ import annotations
+
+from ...runs.claims import AtLeast, AtMost, Claim, Control, Near
+from . import lemmas as amp
+
+CLAIMS = [
+    # ---------------------------------------------------------------- t = 0: init and sample (Lemmas 3–6)
+    Claim("rfa.lemma3_norm", "init norms ‖w_j^{(0)}‖/(ω√d): the ratio farthest from 1 over every neuron and seed",
+          "Lemma 3", Near(centre=1, tol=0.5),
+          why="explicit in Lemma 3: ω√d/2 ≤ ‖w_j^(0)‖ ≤ 3ω√d/2 for all j (χ² concentration, needs d ≳ log(m/δ))"),
+    Claim("rfa.lemma4_sets", "min over µ and seeds of |J_µ| / ((m/4)(1 − 1/C0)²), J_µ = {j : sgn a_j = ỹ(µ), "
+          "ρ_{j,µ}(0) ≥ 1/(3C0√d)}", "Lemma 4", AtLeast(lo=1),
+          why="explicit in Lemma 4: |J_µ| ≥ (m/4)(1 − 1/C0)² at the run's C0 (Def 7's C0 ≈ 2.6e9 makes it ≈ m/4 "
+              "for each of the four sets, which split the ±1/√m halves; the proof needs m ≥ 16C0² log(32/δ))"),
+    Claim("rfa.lemma5", "smallest C1 for which Lemma 5 (a)–(d) hold on the training sample (cluster geometry, "
+          "|N|/n, cluster sizes), worst seed", "Lemma 5", AtMost(hi=amp.LEMMA5_C1),
+          why="C1 ≥ 2 is universal and unspecified: we hold it to 2, the least value the lemma allows; for Gaussian "
+              "clusters χ² concentration ((b): ‖z‖² ≤ σ²d(1 + O(√(log(n/δ)/d)))) and Hoeffding ((c), (d): "
+              "√(log(2/δ)/2) < 2√(log(1/δ))) give less than 2 in (A1)–(A3)'s regime"),
+    Claim("rfa.lemma6", "edge Σ_{I^C_{+µ}} φ'(<w_j^{(0)}, x_i>) − Σ_{I^C_{−µ}} φ'(<w_j^{(0)}, x_i>), / n: min over µ "
+          "and every j with ρ_{j,µ}(0) ≥ 1/(3C0√d)", "Lemma 6, eqs. (12)–(14)", AtLeast(lo=1, of="1/C2"),
+          why="Lemma 6: ≥ n/C2; its proof gives ≥ n·c1/4 (eq. 14), C2 = 4/c1 with c1 = P(<z/σ, u> ∈ [−1/9, 0]) "
+              "(eq. 12): Φ(1/9) − 1/2 ≈ 0.0442 for Gaussian clusters, so 1/C2 ≈ 0.0111"),
+    # ---------------------------------------------------------------- t = 1: amplification (Lemma 12)
+    Claim("rfa.lemma12_cond9", "share of j ∈ J meeting Condition 9 at t = 1 (active on all of its cluster, inactive "
+          "on the opposite one)", "Lemma 12", AtLeast(lo=1), why="Lemma 12: Condition 9 holds at t = 1"),
+    Claim("rfa.lemma12_rho", "normalised correlation after one step, min over µ and j ∈ J_µ of "
+          "<w_j^{(1)}/‖w_j^{(1)}‖, µ>", "Lemma 12, eq. (35)", AtLeast(lo=1, of="1/(16 C2)"),
+          why="Lemma 12: ≥ 1/(16 C2) with Lemma 6's C2 = 4/c1 (eq. 14): c1/64 ≈ 6.9e-4 for Gaussian clusters "
+              "(ρ(0) is Θ(1/√d), so this is the amplification to Θ(1))"),
+    # ---------------------------------------------------------------- 1 ≤ t ≤ T: Lemmas 13, 14, 11, Prop 2
+    Claim("rfa.cond9", "Condition 9 at every t = 1 … T−1: min over t of the share of j ∈ J meeting it",
+          "Cond 9, Lemma 13", AtLeast(lo=1), why="Lemma 13: Condition 9 holds for every j ∈ J_µ at every "
+          "t = 1, …, 1/(4α) = T − 1"),
+    Claim("rfa.cond10", "almost-orthogonality: max_j |<w_j, µ_other>|/(α|a_j|) over 0 ≤ t ≤ T−1", "Cond 10, Lemma 13",
+          AtMost(hi=amp.AO_RADIUS), why="explicit in Condition 10: |<w_j^(t), µ_other>| ≤ 3α|a_j| up to time "
+          "1/(4α) = T − 1 (Lemma 13)"),
+    Claim("rfa.growth", "per-step growth along own mean, min over j ∈ J_µ, 1 ≤ τ ≤ T−1, / (α|a_j|)",
+          "Lemma 13 eq. (39)", AtLeast(lo=amp.GROWTH_FLOOR),
+          why="explicit in eq. (39): <w_j^(τ+1) − w_j^(τ), µ> ≥ α|a_j| e^-2/64 for j ∈ J_µ (telescoped to T in "
+              "Lemma 11's eq. (21))"),
+    Claim("rfa.lprime", "min_i −ℓ'(y_i f(x_i; W^{(τ)})) over τ ≤ T−1", "Lemma 13 eq. (37)",
+          AtLeast(lo=amp.LPRIME_FLOOR), why="explicit in eq. (37): −ℓ'_{i,τ} ≥ e^-2/2 for τ ≤ 1/(4α) = T − 1"),
+    Claim("rfa.frob", "‖w_j^{(t)}‖/(2|a_j|αt), max over j and every probed t ≥ 1 (implies ‖W^{(t)}‖_F ≤ 2αt)",
+          "Lemma 14", AtMost(hi=1), why="explicit in Lemma 14 (1): ‖w_j^(t)‖ ≤ 2|a_j|αt for t ≥ 1"),
+    Claim("rfa.rho_floor", "normalised correlation with own mean, min over j ∈ J_µ, 2 ≤ t ≤ T", "Lemma 13 eq. (40)",
+          AtLeast(lo=amp.RHO_FLOOR), why="explicit in eq. (40): <w_j^(t)/‖w_j^(t)‖, µ> ≥ e^-2/256 for t ≥ 2 "
+          "(at t = T by eq. (21) and Lemma 14)"),
+    Claim("rfa.lemma11", "subnetwork margin at T: min_i ỹ_i f^J(x_i; W^{(T)}) (clean points right, noisy ones "
+          "wrong, on the clean-label margin)", "Lemma 11", AtLeast(lo=1, of="1/C3"),
+          why="explicit in Lemma 11: y_i f^J ≥ 1/C3 on clean points and ≤ −1/C3 on noisy ones, "
+              "C3 = 4096e²/(1 − 1/C0)² ≈ 3.0e4"),
+    Claim("rfa.prop2", "relative feature-map change min_i ‖φ(W^T x_i) − φ(W^0 x_i)‖/‖φ(W^0 x_i)‖", "Prop 2",
+          AtLeast(lo=1, of="e^-2/(16384 ω√(md))"), why="the explicit constant of Prop 2's proof"),
+]
+
+# the controls skip the d-sweep and the drawing past T (they add nothing to the claims) and run 2 seeds with 200 test
+# points, to stay cheap
+_CHEAP = {"d_sweep": [], "horizon": 1, "seeds": 2, "n_test": 200}
+CONTROLS = [
+    Control("no-step", {"alpha": 1e-7, "steps": 2, **_CHEAP},
+            "the network at its initialisation in effect: T = 2 steps of α = 1e-7 move each w_j by ≤ 3e-7/√m, "
+            "1e-4 of ‖w_j^(0)‖ = ω√d; (A6)–(A7)'s ω√(md) ≤ α/3 fails, there is no amplification",
+            claims=("rfa.lemma12_rho", "rfa.cond10", "rfa.frob", "rfa.rho_floor", "rfa.lemma11", "rfa.prop2")),
+    Control("wide-clusters", {"sigma": 0.01, **_CHEAP},
+            "σ = 0.01 (σ√d = 0.32): (A2) fails for C > 3 and Lemma 6's premise σ√d ≤ 3/C0 by nine orders; neurons of "
+            "J_µ whose ρ(0) is below the within-cluster spread have no edge and are not aligned",
+            claims=("rfa.lemma6", "rfa.lemma12_cond9", "rfa.cond9", "rfa.growth")),
+    Control("random-labels", {"labels": "random", **_CHEAP},
+            "clean labels a fair coin independent of x: no direction gains along a cluster mean, and no subnetwork "
+            "can separate labels the clusters do not determine", claims=("rfa.growth", "rfa.lemma11", "rfa.rho_floor")),
+    Control("past-T", {"alpha": 100.0, "steps": 3, **_CHEAP},
+            "no early stopping: T = 3 steps of α = 100, far past 1/(4α) = 0.0025, so ‖W‖_F ≫ 1/2, the margins leave "
+            "[−2, 2] and −ℓ' of the fitted points falls towards 0", claims=("rfa.lprime",)),
+    Control("low-dimension", {"d": 2, **_CHEAP},
+            "d = 2: (A1) d ≥ C log²(n/δ) fails; the init norms and the within-cluster norms no longer concentrate",
+            claims=("rfa.lemma3_norm", "rfa.lemma5")),
+    Control("two-neurons", {"m": 2, **_CHEAP},
+            "m = 2: (A5) m ≥ C log(1/δ) fails; one positive neuron serves ±µ1, so one of J_{±µ1} is empty",
+            claims=("rfa.lemma4_sets",)),
+]
