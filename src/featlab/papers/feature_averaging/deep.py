@@ -109,9 +109,9 @@ def _clean_claims(dataset: str) -> list[Claim]:
     δ = 0 minus 1 pp."""
     return [Claim(f"fa.deep_{h}_clean", f"{h} model's clean binary test accuracy as in Fig 3 ({pv}%), balanced over "
                   "the two labels", "Fig 3", AtLeast(lo=pv - 1),
-                  why="Fig 3 at δ = 0, read off the figure to ±1 pp. Balanced (the mean of the J+ and J− accuracies): "
-                      "the same as plain accuracy on MNIST's and CIFAR-10's near-balanced test sets, but a constant "
-                      "prediction scores 50 % (undefined when a label is missing), whatever the label mix")
+                  why="Fig 3 at δ = 0, read off the figure to ±1 pp. Balanced (the mean of the J+ and J− "
+                      "accuracies): the same as plain accuracy on MNIST's and CIFAR-10's near-balanced test sets, but "
+                      "a constant prediction scores 50 % (undefined when a label is missing), whatever the label mix")
             for h, pv in _fig3_clean(dataset).items()]
 
 

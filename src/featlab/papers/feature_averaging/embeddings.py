@@ -24,7 +24,7 @@ from ...data.embeddings import embedding_split
 from ...errors import DataError
 from ...nn.twolayer import EnsembleTwoLayer, block_readout, logit_margin_readout, signed_readout
 from ...report import plots
-from ...runs.claims import AtLeast, AtMost, Claim
+from ...runs.claims import AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
 from ...train.loop import train
 from ...train.objectives import cross_entropy, logistic
@@ -43,7 +43,8 @@ class FAEmbeddingsConfig(ExperimentConfig):
     center: bool = Field(True, description="subtract the training mean embedding [paper silent]")
     optimizer: Literal["adam", "gd"] = Field("adam", description="full-batch optimiser of the heads [paper silent]")
     lr: float = Field(1e-2, gt=0, description="learning rate")
-    steps: int = Field(300, ge=1, description="full-batch steps")
+    steps: int = Field(300, ge=0, description="full-batch steps (0: the heads at their init, the 'untrained' "
+                       "control)")
     sigma_w: float = Field(1e-3, ge=0, description="init std of the first-layer weights")
     test_fraction: float = Field(0.2, gt=0, lt=1, description="held-out fraction when the file has no split")
     per_class: int = Field(100, ge=1, description="training images per class in the Fig 10 correlation map")
@@ -59,18 +60,22 @@ class FAEmbeddingsConfig(ExperimentConfig):
         return self
 
 
+DECOUPLED = 0.1  # Fig 2d: the k-class head's diagonal excess is >= 0.25 (diagonal 0.25–0.66, off-diagonal ≈ 0)
 CLAIMS = [
     Claim("fa.emb_kclass_decouples", "k-class head: cos(μ_j, w_j) exceeds cos(μ_i, w_j), i ≠ j same block",
-          "Fig 2d", AtLeast(lo=0.1), why="Fig 2d: diagonal 0.25–0.66, off-diagonal ≈ 0"),
+          "Fig 2d", AtLeast(lo=DECOUPLED), why="Fig 2d: diagonal 0.25–0.66, off-diagonal ≈ 0"),
     Claim("fa.emb_binary_blocks", "2-class head: its weights align with its own label's class features", "Fig 2c",
           AtLeast(lo=0.05), why="Fig 2c: in-block up to 0.29, cross-block −0.08…0.02"),
-    Claim("fa.emb_binary_averages", "2-class head singles out each class less than the k-class head", "Fig 2c vs 2d",
-          AtMost(hi=0.5, of="the k-class head's diagonal excess", strict=True),
+    Claim("fa.emb_binary_averages", "2-class head singles out each class less than half as much as the k-class "
+          "head, which decouples (2-class diagonal excess / k-class diagonal excess; undefined unless the k-class "
+          f"excess is >= {DECOUPLED})", "Fig 2c vs 2d", AtMost(hi=0.5, strict=True),
           why="Fig 2c vs 2d: averaging spreads each weight over its label's classes, so its diagonal excess is "
-              "below half the k-class head's"),
-    Claim("fa.emb_within_gt_between", "embeddings: within-class cosine > between-class cosine", "Fig 10",
-          AtLeast(lo=0, strict=True), why="Fig 10: the class blocks the heads build on"),
+              "below half the k-class head's. The ratio is only a comparison with a head that decouples: two "
+              "random heads have excesses ≈ 0 and a ratio of either sign, so it is judged only when the k-class "
+              "excess reaches fa.emb_kclass_decouples' threshold (and fails otherwise)"),
 ]
+# Fig 10 (App E.2) is qualitative ("significantly higher" within-class correlation): no number to check, and any
+# data with class structure shows it; embeddings.cos_within_class / cos_between_class stay as metrics.
 
 
 @dataclass
@@ -93,6 +98,8 @@ class _Task:
             summary="two-layer heads on image embeddings: 2-class labels average class features, 10-class labels "
                     "decouple them",
             config=FAEmbeddingsConfig, claims=CLAIMS,
+            controls=[Control("untrained", {"steps": 0}, "steps = 0: both heads at their random init (std sigma_w), "
+                              "same embeddings and measurements; random weights neither decouple nor average")],
             presets={"quick": {"seeds": 4, "cpu_threads": 1},
                      "paper": {"seeds": 5, "embeddings": "cifar10_clip_vitb32.npz"}})
 def fa_embeddings(ctx) -> None:
@@ -220,6 +227,7 @@ def _judge(ctx) -> None:
     kd = m["multiclass.diag_excess"]
     ctx.claim("fa.emb_kclass_decouples", kd)
     ctx.claim("fa.emb_binary_blocks", m["binary.block_excess"])
-    ctx.claim("fa.emb_binary_averages", m["binary.diag_excess"], scale=kd)
-    ctx.claim("fa.emb_within_gt_between", round(m["embeddings.cos_within_class"] - m["embeddings.cos_between_class"],
-                                                3))
+    ratio = m["binary.diag_excess"] / kd if kd >= DECOUPLED else math.nan
+    ctx.metric("binary.diag_excess_ratio", ratio)
+    ctx.claim("fa.emb_binary_averages", ratio if kd >= DECOUPLED else f"undefined: k-class excess {kd:.3g} < "
+              f"{DECOUPLED}")
