@@ -8,8 +8,11 @@ import torch
 from pydantic import Field
 
 from ...nn.twolayer import sign_prediction
-from ...runs.claims import AtLeast, Claim
+import math
+
+from ...runs.claims import AtLeast, Claim, Control
 from ...runs.registry import experiment
+from . import lemmas as amp
 from . import plots as plots_rfa
 from .common import (RFABase, RFAConfig, assumption_notes, gd, gd_logspaced, make_dist, make_net, pattern_probe,
                      pattern_stats, test_errors)
@@ -33,16 +36,19 @@ class Fig2Config(RFABase):
     per_decade: int = Field(10, ge=1, description="probes per decade of iterations (log-spaced)")
 
 
-# the margin of the Fig 2 accuracy claims: ≈ 3 s.e. of a 2,000-point test estimate of 85% accuracy, over 2 seeds
-FIG2_TOL = 0.02
-OPTIMAL = "1 − η − 0.02"
-WHY_OPTIMAL = "the optimal accuracy is 1 − η; 0.02 ≈ 3 s.e. of a 2,000-point test estimate of 85% over 2 seeds"
+OPTIMAL = "1 − η − 3 s.e."
+WHY_OPTIMAL = ("the optimal accuracy is 1 − η (the paper's 85%); 3 s.e. = 3√(η(1 − η)/(n_test·seeds)) of the test "
+               "estimate")
 
 CLAIMS_FIG1 = [
     Claim("rfa.fig1_pattern", "every clean training point right, every noisy one wrong (share of seeds)",
           "Fig 1, Thm 1 (1)", AtLeast(lo=1), why="the figure's statement, in every seed"),
     Claim("rfa.fig1_fstar", "sgn f agrees with sgn f* = sgn(|<µ1,x>| − |<µ2,x>|) on fresh points",
-          "Fig 1 (§3 text)", AtLeast(lo=0.99), why="\"the network essentially acts as\" f*"),
+          "Fig 1 (§3 text)", AtLeast(lo=1, of="1 − 2b − 3 s.e."),
+          why="no number in the paper (\"the network essentially acts as\" f*): both sgn f (Thm 1 (2) as n → ∞) "
+              "and sgn f* err on clean labels at most as often as App. D eq. (56)'s b (4Φ(−1/(3σ)) for Gaussian "
+              "clusters, 6e^{−1/(3σ)} for any log-concave law), so they disagree on at most 2b; plus 3 s.e. "
+              "3√(2b/(n_test·seeds)) of the estimate"),
 ]
 
 CLAIMS_FIG2 = [
@@ -51,14 +57,27 @@ CLAIMS_FIG2 = [
     Claim("rfa.fig2_low_peak", "n ≫ d: best test accuracy along training ≈ the optimal 1 − η", "Fig 2 (low-dim)",
           AtLeast(lo=1, of=OPTIMAL), why=WHY_OPTIMAL),
     Claim("rfa.fig2_low_drops", "n ≫ d: test accuracy falls once the noise is fitted (peak − end)",
-          "Fig 2 (low-dim)", AtLeast(lo=0.03),
-          why="\"test accuracy decreases\": a drop well above the ≈ 0.6-point s.e. of the estimate"),
+          "Fig 2 (low-dim)", AtLeast(lo=1, of="3√2 s.e."),
+          why="no number in the paper (\"test accuracy decreases\"): a fall larger than the sampling error of a "
+              "difference of two test accuracies, 3√2·√(η(1 − η)/(n_test·seeds))"),
     Claim("rfa.fig2_low_fits", "n ≫ d: share of noisy training points fitted at the end (overfitting)",
-          "Fig 2 (low-dim)", AtLeast(lo=0.5), why="\"after the network overfits to the noisy data\": a majority"),
+          "Fig 2 (low-dim)", AtLeast(lo=0.5),
+          why="no number in the paper (\"after the network overfits to the noisy data\"; the theory stops at T, "
+              "where none is fitted): our reading, more of them fitted than not"),
     Claim("rfa.fig2_high_interpolates", "d ≫ n: training accuracy at the end (interpolation)", "Fig 2 (high-dim)",
           AtLeast(lo=1), why="\"after reaching the point of interpolation\""),
     Claim("rfa.fig2_high_benign", "d ≫ n: test accuracy at the end stays at the optimal 1 − η", "Fig 2 (high-dim)",
           AtLeast(lo=1, of=OPTIMAL), why=WHY_OPTIMAL),
+]
+
+CONTROL_FIG1 = Control("untrained", {"steps": 0}, "T = 0: the network at its random initialisation, same data")
+CONTROLS_FIG2 = [
+    Control("early-stopped", {"steps_low": 3, "steps_high": 3},
+            "both regimes stopped at Thm 1's T = 3: nothing is overfitted yet (Thm 1 (1): no noisy point fitted)",
+            claims=("rfa.fig2_low_drops", "rfa.fig2_low_fits", "rfa.fig2_high_interpolates")),
+    Control("random-labels", {"labels": "random", "steps_low": 100, "steps_high": 100},
+            "clean labels a fair coin independent of x (100 steps, for cost): no test accuracy above chance",
+            claims=("rfa.fig2_high_T", "rfa.fig2_low_peak", "rfa.fig2_high_benign")),
 ]
 
 
@@ -95,9 +114,11 @@ def _fig1_draw(ctx, cfg: Fig1Config, out: dict, net, tr) -> None:
     "rfa-fig1", paper="feature-amplification", reference="Fig 1",
     summary="decision boundary of the early-stopped net in span{µ1, µ2} with 15% flipped labels, beside f*'s",
     config=Fig1Config,
+    # Fig 1's setup is not in the text beyond its 15% flipped labels (the eta default); the "paper" preset takes
+    # App. E's m, α, σ, ω and exact per-cluster flips; d = 50, n = 1000, µ = e1, e2 and one seed are our choice
     presets={"quick": {"seeds": 1, "d": 50, "n": 400, "m": 400, "noise": "exact", "means": "axis"},
              "paper": {"seeds": 1, "d": 50, "n": 1000, "m": 400, "noise": "exact", "means": "axis"}},
-    claims=CLAIMS_FIG1)
+    claims=CLAIMS_FIG1, controls=[CONTROL_FIG1])
 def rfa_fig1(ctx) -> None:
     cfg: Fig1Config = ctx.cfg
     seeds, dtype = ctx.seeds, ctx.dtype
@@ -112,9 +133,12 @@ def rfa_fig1(ctx) -> None:
         ctx.metric(k, v)
     ctx.metric("fstar_agreement_plane", out["agree_plane"])
     ctx.metric("fstar_agreement_test", out["agree_test"])
-    _fig1_draw(ctx, cfg, out, net, tr)
+    if ctx.judged is None:  # a control judges its claims only: no figure
+        _fig1_draw(ctx, cfg, out, net, tr)
     ctx.claim("rfa.fig1_pattern", float(out["st"]["pattern_exact"].mean()))
-    ctx.claim("rfa.fig1_fstar", ctx.metrics["fstar_agreement_test"])
+    b = amp.appd_bound(cfg.sigma_for(cfg.d), cfg.law)  # App. D eq. (56)
+    ctx.claim("rfa.fig1_fstar", ctx.metrics["fstar_agreement_test"],
+              scale=1 - 2 * b - 3 * math.sqrt(2 * b / (cfg.n_test * len(seeds))))
 
 
 # ------------------------------------------------------------------------------------------ rfa-fig2
@@ -165,10 +189,11 @@ def _fig2_draw(ctx, cfg: Fig2Config, curves: dict, n_seeds: int) -> None:
 
 def _fig2_judge(ctx, cfg: Fig2Config) -> None:
     m = ctx.metrics
-    optimal = (1 - cfg.eta) - FIG2_TOL
+    se = math.sqrt(cfg.eta * (1 - cfg.eta) / (cfg.n_test * len(ctx.seeds)))  # of a test accuracy
+    optimal = (1 - cfg.eta) - 3 * se
     ctx.claim("rfa.fig2_high_T", m["high.test_acc@T"], scale=optimal)
     ctx.claim("rfa.fig2_low_peak", m["low.test_acc@peak"], scale=optimal)
-    ctx.claim("rfa.fig2_low_drops", m["low.test_acc@peak"] - m["low.test_acc@end"])
+    ctx.claim("rfa.fig2_low_drops", m["low.test_acc@peak"] - m["low.test_acc@end"], scale=3 * math.sqrt(2) * se)
     ctx.claim("rfa.fig2_low_fits", m["low.train_noisy_fit@end"])
     ctx.claim("rfa.fig2_high_interpolates", m["high.train_acc@end"])
     ctx.claim("rfa.fig2_high_benign", m["high.test_acc@end"], scale=optimal)
@@ -185,11 +210,14 @@ def _fig2_judge(ctx, cfg: Fig2Config) -> None:
         # the quick regimes at Fig 2's 10^5-step horizon (about 2.5 min on 2 CPU cores)
         "cpu-long": {"seeds": 2, "n_low": 100, "d_low": 10, "n_high": 40, "d_high": 400, "m": 100,
                      "steps_low": 100_000, "steps_high": 100_000, "n_test": 2000, "noise": "exact", "means": "axis"},
-        # (2000, 50) does not start fitting its noise within 10^5 steps at m = 400; (100, 10) does
+        # App. E's settings (m = 400, α = 0.1, σ² = d^-1.2, ω² = 0.01/(md), 15% exact flips per cluster, 6,000
+        # test points); the (n, d) of both regimes, the 10^5-step horizon, µ = e1, e2 and 3 seeds are NOT in the
+        # paper and are our choice: (2000, 50) does not start fitting its noise within 10^5 steps at m = 400;
+        # (100, 10) does
         "paper": {"seeds": 3, "n_low": 100, "d_low": 10, "n_high": 100, "d_high": 2000, "m": 400,
                   "steps_low": 100_000, "steps_high": 100_000, "n_test": 6000, "noise": "exact", "means": "axis"},
     },
-    claims=CLAIMS_FIG2)
+    claims=CLAIMS_FIG2, controls=CONTROLS_FIG2)
 def rfa_fig2(ctx) -> None:
     cfg: Fig2Config = ctx.cfg
     seeds, dtype = ctx.seeds, ctx.dtype
@@ -199,5 +227,6 @@ def rfa_fig2(ctx) -> None:
         assumption_notes(ctx, cfg, cfg.eta, n=n, d=d)
         res = ctx.trained(_fig2_train(cfg, seeds, dtype, n, d, steps, name))
         curves[name] = (n, d, _fig2_measure(ctx, cfg, name, res.frame()))
-    _fig2_draw(ctx, cfg, curves, len(seeds))
+    if ctx.judged is None:  # a control judges its claims only: no figure
+        _fig2_draw(ctx, cfg, curves, len(seeds))
     _fig2_judge(ctx, cfg)

@@ -35,8 +35,11 @@ def C2_constant(law: str) -> float:
     return 4 / c1_constant(law)
 
 
-def appd_bound(sigma: float) -> float:
-    """App. D eq. (56): f*'s clean error per cluster ≤ P(|<µ1,z>| > 1/3) + P(|<µ2,z>| > 1/3) ≤ 2·3e^{−1/(3σ)}."""
+def appd_bound(sigma: float, law: str = "gaussian") -> float:
+    """App. D eq. (56): f*'s clean error per cluster ≤ P(|<µ1,z>| > 1/3) + P(|<µ2,z>| > 1/3). Each term is
+    2Φ(−1/(3σ)) exactly for Gaussian clusters, and ≤ 3e^{−1/(3σ)} for any log-concave law (Lovász–Vempala)."""
+    if law == "gaussian":
+        return min(1.0, 2 * math.erfc(1 / (3 * sigma * math.sqrt(2))))
     return min(1.0, 6 * math.exp(-1 / (3 * sigma)))
 
 

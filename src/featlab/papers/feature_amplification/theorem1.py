@@ -15,10 +15,11 @@ from pydantic import Field, model_validator
 from ...config import check
 from ...data.base import Batch
 from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
-from ...runs.claims import AtLeast, AtMost, Claim, Near
+from ...runs.claims import AtLeast, AtMost, Claim, Control, Near
 from ...runs.registry import experiment
 from ...train.loop import TrainResult
 from ...utils import Replicas
+from . import lemmas as amp
 from . import plots as plots_rfa
 from .common import RFAConfig, assumption_notes, gd, make_dist, make_net, pattern_probe, pattern_stats, test_errors
 from .data import XORClusterDistribution, f_star
@@ -41,13 +42,16 @@ CLAIMS = [
     Claim("rfa.thm1_pattern", "every clean training point right and every noisy one wrong at T: share of the "
           "(η, seed) runs ({seeds} seeds per η) where this holds exactly", "Thm 1 (1)", AtLeast(lo=1, of="1 − 4δ"),
           why="the theorem's probability 1 − 4δ over data and init, with δ = the delta field (0.05)"),
-    Claim("rfa.thm1_test_err", "test error against observed labels minus η, worst η (margin: 0.01 + 3 s.e. of the "
-          "test estimate)", "Thm 1 (2)", AtMost(hi=1, of="0.01 + 3 s.e."),
-          why="the theorem's C√(log(1/δ)/n) has no numeric C (its explicit form is vacuous below n ≈ 10¹¹): one "
-              "point of excess error plus 3 s.e. √(η(1 − η)/(n_test·seeds)) of the test estimate, worst η"),
-    Claim("rfa.thm1_clean", "test error against clean labels ≈ 0 (worst η)", "Thm 1 (2), App. D", AtMost(hi=0.01),
-          why="test error ≈ η means the net ≈ Bayes on clean labels; App. D: f*'s clean error is exponentially "
-              "small in 1/σ"),
+    Claim("rfa.thm1_test_err", "test error against observed labels minus η, worst η", "Thm 1 (2)",
+          AtMost(hi=1, of="3 s.e."),
+          why="no number in the paper: the excess term C√(log(1/δ)/n) has an unspecified C (the proof's explicit "
+              "form is vacuous below n ≈ 10¹¹); its limit is 0 (error = the noise rate η), so the window is the "
+              "test estimate's sampling error: 3 s.e. = 3√(η(1 − η)/(n_test·seeds)), worst η"),
+    Claim("rfa.thm1_clean", "test error against clean labels (worst η)", "Thm 1 (2), App. D",
+          AtMost(hi=1, of="App. D bound + 3 s.e."),
+          why="no number in the paper: with η(x) ≡ η, Thm 1 (2) is clean error ≤ C√(log(1/δ)/n)/(1 − 2η), which "
+              "tends to f*'s (Bayes) clean error; App. D eq. (56) bounds it by b (4Φ(−1/(3σ)) for Gaussian clusters, "
+              "6e^{−1/(3σ)} for any log-concave law); window b + 3√(b/(n_test·seeds))"),
     Claim("rfa.linear_chance", "bias-free linear classifier: clean test accuracy = 1/2 (symmetry x → −x)",
           "§2 (linear classifiers)", Near(centre=0.5, of="3 s.e."),
           why="exact by symmetry (x → −x keeps ỹ); 3 s.e. = 3·(1/2)/√(n_test·E) of the test estimate"),
@@ -55,6 +59,18 @@ CLAIMS = [
           "and the oracle halfspaces)", "§2 (linear classifiers)", AtMost(hi=1, of="3/4 + 3 s.e."),
           why="a halfspace can be right on at most 3 of the 4 clusters (the clusters' convex hulls meet at 0); "
               "3 s.e. = 3√(3/16/(n_test·E)) of the test estimate"),
+]
+
+CONTROLS = [
+    Control("untrained", {"steps": 0, "n_sweep": [], "seeds": 1},
+            "T = 0: the network at its random initialisation, same data and measurements (one seed per η and no "
+            "n-sweep, for cost)",
+            claims=("rfa.thm1_pattern", "rfa.thm1_test_err", "rfa.thm1_clean")),
+    Control("linear-labels", {"labels": "linear", "n_sweep": [], "seeds": 1, "etas": [0.1]},
+            "clusters +µ1, +µ2 labelled +1 and −µ1, −µ2 labelled −1: the homogeneous halfspace sgn<µ1 + µ2, x> "
+            "separates them, the null of §2's 'linear classifiers are no better than chance' (one seed at η = 0.1, "
+            "no n-sweep, for cost)",
+            claims=("rfa.linear_chance", "rfa.linear_bias")),
 ]
 
 PER_ETA = ("test_err", "clean_test_err", "train_clean_correct", "train_noisy_fit", "pattern_exact",
@@ -173,8 +189,12 @@ def _judge(ctx, cfg: Theorem1Config, per_eta, orc: float, n_seeds: int) -> None:
     frac = ctx.metric("pattern_exact_fraction", torch.cat([per_eta[e]["pattern_exact"] for e in cfg.etas]))
     ctx.claim("rfa.thm1_pattern", frac, scale=1 - 4 * cfg.delta)
     se = max(math.sqrt(e * (1 - e) / (cfg.n_test * n_seeds)) for e in cfg.etas)
-    ctx.claim("rfa.thm1_test_err", max(m[f"{eta_key(e)}.test_err"] - e for e in cfg.etas), scale=0.01 + 3 * se)
-    ctx.claim("rfa.thm1_clean", max(m[f"{eta_key(e)}.clean_test_err"] for e in cfg.etas))
+    ctx.claim("rfa.thm1_test_err", max(m[f"{eta_key(e)}.test_err"] - e for e in cfg.etas), scale=3 * se)
+    b = amp.appd_bound(cfg.sigma_for(cfg.d), cfg.law)  # App. D eq. (56): f*'s clean error
+    ctx.claim("rfa.thm1_clean", max(m[f"{eta_key(e)}.clean_test_err"] for e in cfg.etas),
+              scale=b + 3 * math.sqrt(b / (cfg.n_test * n_seeds)))
+    if orc is None:  # the baselines were not fitted (a control that does not target them)
+        return
     ctx.claim("rfa.linear_chance", m["linear_nobias.clean_test_acc"], scale=3 * 0.5 / math.sqrt(cfg.n_test * E))
     tol2 = 3 * math.sqrt(0.75 * 0.25 / (cfg.n_test * E))
     ctx.claim("rfa.linear_bias", max(m["linear_bias.clean_test_acc"], orc), scale=0.75 + tol2)
@@ -187,11 +207,13 @@ def _judge(ctx, cfg: Theorem1Config, per_eta, orc: float, n_seeds: int) -> None:
     config=Theorem1Config,
     presets={
         "quick": {"seeds": 4, "d": 200, "n": 1000, "m": 400, "n_test": 2000, "n_sweep": [10, 30, 100]},
+        # Thm 1 has no experiment in the paper: App. E's m = 400, α = 0.1, σ² = d^-1.2, ω² = 0.01/(md) and 6,000
+        # test points are the paper's; d, n, the η grid, n_sweep and seeds are our choice
         "paper": {"seeds": 20, "d": 500, "n": 3000, "m": 400, "n_test": 6000, "n_sweep": [10, 30, 100, 300, 10000]},
         "theory": {"seeds": 10, "d": 700, "n": 200, "m": 32, "alpha": 0.2, "sigma": 0.002, "omega": 5e-5,
                    "etas": [0.0, 0.05, 0.1], "n_sweep": [], "dtype": "float64"},
     },
-    claims=CLAIMS)
+    claims=CLAIMS, controls=CONTROLS)
 def rfa_theorem1(ctx) -> None:
     cfg: Theorem1Config = ctx.cfg
     seeds, dtype = ctx.seeds, ctx.dtype
@@ -204,10 +226,13 @@ def rfa_theorem1(ctx) -> None:
     for eta, st in per_eta.items():
         for name in PER_ETA:
             ctx.metric(f"{eta_key(eta)}.{name}", st[name])
-    base = linear_baselines(run.tr, run.te)
-    for name, v in base.items():
-        ctx.metric(name, v)
-    orc = ctx.metric("halfspace_best.clean_test_acc", oracle_halfspace(run.dist, run.tr, run.te))
+    base, orc = {}, None
+    if ctx.judged is None or ctx.judged & {"rfa.linear_chance", "rfa.linear_bias"}:  # a control may not need them
+        base = linear_baselines(run.tr, run.te)
+        for name, v in base.items():
+            ctx.metric(name, v)
+        orc = ctx.metric("halfspace_best.clean_test_acc", oracle_halfspace(run.dist, run.tr, run.te))
     n_rows = _n_sweep(ctx, cfg, seeds, dtype)
-    _draw(ctx, cfg, per_eta, n_rows, base, orc, len(seeds))
+    if ctx.judged is None:  # a control judges its claims only: no figure
+        _draw(ctx, cfg, per_eta, n_rows, base, orc, len(seeds))
     _judge(ctx, cfg, per_eta, orc, len(seeds))
