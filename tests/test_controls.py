@@ -14,7 +14,7 @@ CONTROLS = [pytest.param(e.id, c.name, id=f"{e.id}:{c.name}") for e in list_expe
 
 def control_inputs(exp_id, tmp_path, monkeypatch):
     """(preset, overrides) for running ``exp_id``'s controls in the test suite."""
-    from test_img_data import make_cifar, make_mnist
+    from test_img_data import make_cifar, make_cifar100, make_mnist
 
     toy_img = dict(seeds=1, epochs=1, width=2, batch_size=10, device="cpu")
     if exp_id in ("fa-resnet-mnist", "mm-spurious-fmnist"):
@@ -23,7 +23,7 @@ def control_inputs(exp_id, tmp_path, monkeypatch):
     elif exp_id in ("fa-resnet-cifar10", "mm-spurious-cifar10"):
         make_cifar(tmp_path, monkeypatch)
     elif exp_id == "mm-spurious-cifar100":
-        pytest.skip("no CIFAR-100 file maker in the tests yet")  # TODO(issue 9): declared below
+        make_cifar100(tmp_path, monkeypatch)
     else:
         return "quick", {}
     extra = dict(n_attack=4, pgd_steps=2) if exp_id.startswith("fa-") else {}

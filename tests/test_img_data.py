@@ -77,6 +77,27 @@ def make_cifar(root, monkeypatch, archive=False):
     return blobs
 
 
+def make_cifar100(root, monkeypatch, n=(200, 100)):
+    """Tiny CIFAR-100 files in the real layout (cifar-100-python/train, test, meta), every class in both splits."""
+    spec = images.SPECS["cifar100"]
+    rng = np.random.default_rng(0)
+
+    def split(m):
+        return pickle.dumps({"fine_labels": [j % 100 for j in range(m)], "coarse_labels": [j % 20 for j in range(m)],
+                             "data": rng.integers(0, 256, (m, 3072)).astype(np.uint8),
+                             "filenames": [f"f{i}.png" for i in range(m)]}, protocol=2)
+
+    blobs = {"train": split(n[0]), "test": split(n[1]),
+             "meta": pickle.dumps({"fine_label_names": [f"c{i}" for i in range(100)]}, protocol=2)}
+    md5 = {name: md5_bytes(b) for name, b in blobs.items()}
+    (root / spec.folder).mkdir(parents=True)
+    for name, b in blobs.items():
+        (root / spec.folder / name).write_bytes(b)
+    monkeypatch.setitem(images.SPECS, "cifar100", dataclasses.replace(
+        spec, train={"train": md5["train"]}, test={"test": md5["test"]}, meta=("meta", md5["meta"], "fine_label_names")))
+    return blobs
+
+
 @pytest.mark.parametrize("gz", [True, False])
 def test_mnist_idx_roundtrip(tmp_path, monkeypatch, gz):
     arrays = make_mnist(tmp_path, monkeypatch, gz=gz)
