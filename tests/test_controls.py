@@ -42,7 +42,6 @@ def test_no_targeted_claim_holds_under_the_control(exp_id, name, out, tmp_path, 
     assert held == [], f"claims that hold under the control {name} of {exp_id} cannot fail: {held}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9 in progress: controls declared for the FA synthetic experiments so far")
 def test_every_claim_is_targeted_by_a_control():
     missing = [f"{e.id}: {c.id}" for e in list_experiments() for c in e.claims
                if not any(c.id in ctl.targets(e.claims) for ctl in e.controls)]
@@ -70,3 +69,17 @@ def test_control_cannot_be_overridden_away(out):
 def test_unknown_control_is_a_user_error(capsys, out):
     assert main(["run", "fa-synthetic", "--control-name", "nope", "--out", str(out)]) == 2
     assert "has no control 'nope'" in capsys.readouterr().err
+
+
+def test_coverage_names_only_declared_claims_and_every_claim_is_covered():
+    from featlab.runs.registry import paper_results, papers
+
+    declared = {c.id for e in list_experiments() for c in e.claims}
+    named = set()
+    for key in papers():
+        results = paper_results(key)
+        assert results, f"{key} lists no numbered results"
+        for r in results:
+            assert set(r.claims) <= declared, f"{key} {r.ref}: unknown claims {set(r.claims) - declared}"
+            named |= set(r.claims)
+    assert declared - named == set(), f"claims no numbered result points to: {sorted(declared - named)}"

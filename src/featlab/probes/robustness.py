@@ -6,7 +6,7 @@ Works for replica-batched synthetic inputs (E, n, d) and for image batches (N, C
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
 
@@ -38,8 +38,12 @@ def random_in_ball(shape, eps: torch.Tensor, event_dims: int, generator: torch.G
 def pgd_l2(score: Score, x: torch.Tensor, y: torch.Tensor, eps: float | torch.Tensor, *, steps: int = 50,
            step_size: float | torch.Tensor | None = None, random_start: bool = True, restarts: int = 1,
            event_dims: int = 1, clip: tuple[float, float] | None = None,
-           generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+           generator: torch.Generator | None = None,
+           grad_score: Score | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """ℓ2 PGD (Madry et al.) minimising the margin y·score(x + δ) over ‖δ‖ ≤ eps.
+
+    ``grad_score``: a surrogate whose margin gives the ascent direction (e.g. the net with softplus for ReLU, whose
+    gradient is not masked by inactive units); success is always judged on ``score``.
 
     ``score`` maps inputs to one real number per example whose sign is the prediction; for a k-class model pass
     the read-out that is scored (e.g. :func:`~featlab.nn.logit_margin_readout`), not its cross-entropy.
@@ -64,8 +68,9 @@ def pgd_l2(score: Score, x: torch.Tensor, y: torch.Tensor, eps: float | torch.Te
             xa = x + delta
             if clip is not None:
                 xa = xa.clamp(*clip)
-            s = score(xa)
-            hit = ~correct(s.detach(), y) & ~fooled
+            s = score(xa) if grad_score is None else grad_score(xa)
+            judged = s.detach() if grad_score is None else score(xa.detach()).detach()
+            hit = ~correct(judged, y) & ~fooled
             if hit.any():
                 x_best[hit] = xa.detach()[hit]
                 fooled |= hit
@@ -83,28 +88,86 @@ def direction_attack(x: torch.Tensor, y: torch.Tensor, u: torch.Tensor, eps: flo
 
 
 @torch.no_grad()
+def direction_masks(score: Score, x: torch.Tensor, y: torch.Tensor, radii: list[float],
+                    directions: Callable[[], Iterable[torch.Tensor]], event_dims: int = 1) -> torch.Tensor:
+    """Which points stay correct when moved by r·u along every candidate unit direction u: (R, *batch) bool.
+
+    ``directions()`` yields tensors of unit directions broadcastable to x (one per point, or one shared), e.g. the
+    averaged feature or the way to the nearest centre of the other class. A point moved by r along u lies within
+    every radius r' ≥ r, so a point is robust at r only if it is robust at every radius ≤ r (monotone curve)."""
+    y = y.to(x.dtype)
+    order = sorted(range(len(radii)), key=lambda i: radii[i])
+    alive = correct(score(x), y)
+    out = torch.empty((len(radii), *alive.shape), dtype=torch.bool, device=alive.device)
+    for i in order:
+        r = float(radii[i])
+        if r > 0:
+            for u in directions():
+                if not alive.any():
+                    break
+                alive &= correct(score(x + r * u), y)
+        out[i] = alive
+    return out
+
+
+def lipschitz_certificate(margin: torch.Tensor, lipschitz: torch.Tensor) -> torch.Tensor:
+    """Radii below which no ℓ2 perturbation can flip a point: margin / L for a score that is L-Lipschitz (0 where the
+    point is misclassified). ``lipschitz`` broadcasts over the points (one constant per replica: (E, 1))."""
+    return (margin / lipschitz).clamp_min(0)
+
+
+def worst_case(masks: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Point by point, robust only when robust under every attack: the AND of the attacks' (R, ...) masks."""
+    it = iter(masks.values())
+    out = next(it).clone()
+    for m in it:
+        out &= m
+    return out
+
+
+def transition_radii(radii: list[float], acc: torch.Tensor, lo: float = 0.02, hi: float = 0.98) -> list[int]:
+    """Indices of the radii where the mean accuracy (R, E) lies in (lo, hi): where the curve is in transition and a
+    stronger attack changes it most (the convergence check's radii)."""
+    mean = acc.mean(-1)
+    return [i for i in range(len(radii)) if lo < float(mean[i]) < hi]
+
+
 def robust_accuracy_curve(score: Score, x: torch.Tensor, y: torch.Tensor, radii: list[float], *,
-                          steps: int = 50, step_size_factor: float = 2.5, random_start: bool = True,
-                          restarts: int = 1, generator: torch.Generator | None = None, progress=None,
-                          event_dims: int = 1, clip: tuple[float, float] | None = None, batch_size: int | None = None,
-                          device=None, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """Robust accuracy under ℓ2 PGD at each radius, for vectors and images alike.
+                          dtype: torch.dtype | None = None, **kw) -> torch.Tensor:
+    """Robust accuracy under ℓ2 PGD at each radius: the mean over points of :func:`robust_masks` ((R, E) for
+    replica-batched x (E, n, *event), (R,) for one batch x (n, *event)); returned in ``dtype`` (None: x's)."""
+    return robust_masks(score, x, y, radii, **kw).to(dtype or x.dtype).mean(-1)
+
+
+@torch.no_grad()
+def robust_masks(score: Score, x: torch.Tensor, y: torch.Tensor, radii: list[float], *,
+                 steps: int = 50, step_size_factor: float = 2.5, random_start: bool = True,
+                 restarts: int = 1, generator: torch.Generator | None = None, progress=None,
+                 event_dims: int = 1, clip: tuple[float, float] | None = None, batch_size: int | None = None,
+                 device=None, grad_score: Score | None = None,
+                 certified: torch.Tensor | None = None) -> torch.Tensor:
+    """Which points stay correct under ℓ2 PGD at each radius, for vectors and images alike: (R, E, n) or (R, n).
 
     * replica-batched data x (E, n, *event), y (E, n) → (R, E): the synthetic nets, ``event_dims=1``;
-    * one batch x (n, *event), y (n,) → (R,): e.g. images (n, C, H, W) with ``event_dims=3``, ``clip=(0, 1)``.
+    * one batch x (n, *event), y (n,) → (R, n): e.g. images (n, C, H, W) with ``event_dims=3``, ``clip=(0, 1)``.
 
     ``y`` ∈ {−1, +1}; ``score`` is cast to x's dtype. Radii are attacked in increasing order (each distinct radius
     once) and only points still robust at the previous radius are attacked again: an adversarial example within
     radius r is one within any r' ≥ r, so this is exact for the attack and makes the curve monotone (a stronger
     attack than attacking every radius from scratch). The survivors are attacked ``batch_size`` per replica at a
-    time (None: all at once) on ``device`` (None: x's device); accuracies are returned in ``dtype`` (None: x's).
+    time (None: all at once) on ``device`` (None: x's device). ``grad_score``: see :func:`pgd_l2`.
+    ``certified`` (shaped like y): a radius below which each point is provably robust (e.g. margin / Lipschitz
+    constant, see :func:`lipschitz_certificate`); such points are not attacked at smaller radii — the attacks'
+    cost goes where an attack can succeed, and the answer is unchanged.
     """
     radii = [float(r) for r in radii]
     if any(r < 0 for r in radii):
         raise ValueError(f"radii must be >= 0; got {next(r for r in radii if r < 0)!r}")
     single = y.dim() == 1  # one batch: give it a replica axis of 1
     xr, yr = (x[None], y[None]) if single else (x, y)
-    f = (lambda z: score(z[0]).to(x.dtype)[None]) if single else (lambda z: score(z).to(x.dtype))  # noqa: E731
+    lift = (lambda sc: (lambda z: sc(z[0]).to(x.dtype)[None])) if single else (  # noqa: E731
+        lambda sc: (lambda z: sc(z).to(x.dtype)))
+    f, gf = lift(score), (None if grad_score is None else lift(grad_score))
     device = device or x.device
     E, n = yr.shape
     bs = batch_size or max(n, 1)
@@ -112,14 +175,15 @@ def robust_accuracy_curve(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
                        for i in range(0, n, bs)], 1)  # (E, n)
     acc = {}
     for r in sorted(set(radii)):
-        if r > 0 and alive.any():
-            alive = _attack_survivors(f, xr, yr, alive, r, bs, device, event_dims, clip, generator,
+        todo = alive if certified is None else alive & ~(certified.reshape(alive.shape).to(alive.device) > r)
+        if r > 0 and todo.any():
+            alive = alive & ~todo | _attack_survivors(f, xr, yr, todo, r, bs, device, event_dims, clip, generator,
                                       dict(steps=steps, step_size=step_size_factor * r / steps,
-                                           random_start=random_start, restarts=restarts))
-        acc[r] = alive.to(dtype or x.dtype).mean(1)
+                                           random_start=random_start, restarts=restarts, grad_score=gf))
+        acc[r] = alive.clone()
         if progress is not None:
             progress.update(1)
-    res = torch.stack([acc[r] for r in radii])  # (R, E), in the order of ``radii``
+    res = torch.stack([acc[r] for r in radii])  # (R, E, n), in the order of ``radii``
     return res[:, 0] if single else res
 
 

@@ -2,8 +2,9 @@
 the network non-robust; fine-grained (k-class) labels decouple the features and restore robustness."""
 
 from ...runs.registry import register_paper
+from .coverage import RESULTS
 
-register_paper("feature-averaging", "Feature Averaging (Li, Pan, Lyu, Li; ICLR 2025)", prefix="fa")
+register_paper("feature-averaging", "Feature Averaging (Li, Pan, Lyu, Li; ICLR 2025)", prefix="fa", results=RESULTS)
 
 from . import synthetic, ablations, deep, embeddings  # noqa: E402,F401  (each registers its experiments)
 from .data import MultiClusterDistribution, orthogonal_centres  # noqa: E402

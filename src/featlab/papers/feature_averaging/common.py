@@ -85,6 +85,13 @@ class FASyntheticConfig(FADataConfig):
     pgd_step_factor: float = Field(2.5, gt=0, description="PGD step size = factor·δ/steps")
     pgd_random_start: bool = Field(True, description="start PGD uniformly in the ball")
     pgd_restarts: int = Field(1, ge=1, description="PGD restarts (robust = survives all)")
+    attacks: list[Literal["pgd", "pgd_softplus", "avgdir", "centre", "midpoint"]] = Field(
+        ["pgd", "pgd_softplus", "avgdir", "centre", "midpoint"], description="the ℓ2 attacks; robust accuracy is the "
+        "worst case over them, point by point (see papers/feature_averaging/attacks.py)")
+    softplus_temperature: float = Field(1.0, gt=0, description="pgd_softplus: the surrogate's softplus temperature "
+                                        "in units of the net's RMS pre-activation on the test points [our choice]")
+    convergence_check: bool = Field(True, description="re-attack the transition radii with twice the PGD steps and "
+                                    "restarts and report the change of robust accuracy")
     thm46_starts: int = Field(32, ge=1, description="random starts of the Thm 4.6 sup search (plus data points)")
     thm46_steps: int = Field(100, ge=1, description="ascent steps of the Thm 4.6 sup search")
 
