@@ -7,6 +7,8 @@ from featlab.cli import main
 from featlab.papers.midpoint_mixup.linear import CLAIMS as LINEAR_CLAIMS
 from featlab.papers.midpoint_mixup.multiview import CLAIMS as MULTIVIEW_CLAIMS
 from featlab.papers.midpoint_mixup.multiview import MultiViewConfig, _data, fit
+from featlab.papers.midpoint_mixup.spurious import BELOW_ERM
+from featlab.runs.registry import get_experiment
 
 
 @pytest.mark.parametrize("exp,override,field", [
@@ -19,6 +21,7 @@ from featlab.papers.midpoint_mixup.multiview import MultiViewConfig, _data, fit
     ("mm-multiview", "mixup_a=0", "'mixup_a'"),  # Beta parameter <= 0
     ("mm-multiview", "positions=diagonal", "'positions'"),
     ("mm-linear", "beta_params=[1,-2]", "'beta_params'"),
+    ("mm-linear", "starve_C=5", "'starve_C'"),          # not on the grad_C grid
 ])
 def test_bad_input_names_the_field_and_exits_2(exp, override, field, capsys, tmp_path):
     code = main(["run", exp, override, "--out", str(tmp_path)])
@@ -40,26 +43,50 @@ def test_replica_i_equals_seed_i_alone():
         assert torch.allclose(net2.W[1], net1.W[0], rtol=1e-12, atol=1e-15), method
 
 
-def quick_claims_hold(exp: str, declared, out):
-    """Run ``exp`` at its quick preset: every declared claim is judged, in the declared order, and holds."""
+# The quick presets' claims with their expected verdicts: each experiment runs once per module; a claim known to
+# fail at quick is a strict xfail with its numbers, so a change of verdict either way is seen.
+def _fails(reason):
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+KNOWN = {
+    "mm.starvation": _fails("at Δ_y = 8 log k (k = 20) ERM's lagging gradient is 1.58× Midpoint's for the worst class "
+                            "(class mean 0.54×): the bounds k^{1−0.8} and 1/k² do not separate before C = 30"),
+    "mm.midpoint_below_erm": _fails("8×8 digits, small CNN, 3 runs of 30 epochs: Midpoint 8.63 % > ERM 6.73 % "
+                                    "(Uniform Mixup 5.57 % is below); see docs/image-benchmarks.md"),
+}
+# mm-spurious-digits quick costs ≈ 41 s inside pytest (57 s from the CLI), about the CI budget of such a check
+QUICK = [pytest.param(exp, c.id, id=f"{exp}:{c.id}", marks=[KNOWN[c.id]] if c.id in KNOWN else [])
+         for exp, claims in (("mm-multiview", MULTIVIEW_CLAIMS), ("mm-linear", LINEAR_CLAIMS),
+                             ("mm-spurious-digits", BELOW_ERM)) for c in claims]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
     from featlab.runs.runner import run
 
-    rec = run(exp, "quick", out=out, force=True)
-    assert rec.status == "complete"
-    assert [c["id"] for c in rec.claims] == [c.id for c in declared]
-    failed = [c["id"] for c in rec.claims if not c["holds"]]
-    assert not failed, failed
-    return rec
+    out, done = tmp_path_factory.mktemp("quick"), {}
+
+    def get(exp):
+        if exp not in done:
+            done[exp] = run(exp, "quick", out=out, quiet=True)
+            assert done[exp].status == "complete"
+            assert [c["id"] for c in done[exp].claims] == [c.id for c in get_experiment(exp).claims]
+        return done[exp]
+
+    return get
 
 
-def test_multiview_claims_at_quick_scale(tmp_path):
-    rec = quick_claims_hold("mm-multiview", MULTIVIEW_CLAIMS, tmp_path)
+@pytest.mark.parametrize("exp,claim", QUICK)
+def test_quick_claim_verdict(exp, claim, quick_run):
+    verdict = next(c for c in quick_run(exp).claims if c["id"] == claim)
+    assert verdict["holds"], verdict
+
+
+def test_multiview_quick_records_every_method(quick_run):
+    rec = quick_run("mm-multiview")
     assert {"erm.frac_classes_both", "midpoint.frac_classes_both", "mixup.frac_classes_both", "erm.train_acc",
             "midpoint.train_acc", "mixup.train_acc"} <= set(rec.summary["metrics"])
-
-
-def test_linear_claims_at_quick_scale(tmp_path):
-    quick_claims_hold("mm-linear", LINEAR_CLAIMS, tmp_path)
 
 
 def test_reduced_simulation_runs_at_theory_scale_d():
