@@ -11,6 +11,8 @@ Decisions where the paper is silent (each is a config field; see docs/image-benc
 * inputs are normalised with the code's per-dataset mean/std before scaling and concatenation; test zeros are
   zeros in normalised space (as the code).
 * final test error = error after the last epoch; ± is the population std over runs (ddof = 0, as the code).
+* epochs = 0 (the control `untrained`) evaluates each method's network at its init, which is the same for every
+  method because it depends on the seed alone.
 """
 
 from __future__ import annotations
