@@ -14,6 +14,7 @@ from .errors import ConfigError, DataError, FeatlabError  # noqa: E402
 from .runs.registry import get_experiment, list_experiments  # noqa: E402
 from .runs.runner import run  # noqa: E402
 from .runs.store import load_run  # noqa: E402
+from .runs.sweep import sweep  # noqa: E402
 
-__all__ = ["run", "load_run", "get_experiment", "list_experiments", "FeatlabError", "ConfigError", "DataError",
+__all__ = ["run", "sweep", "load_run", "get_experiment", "list_experiments", "FeatlabError", "ConfigError", "DataError",
            "__version__"]

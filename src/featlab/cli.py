@@ -8,17 +8,24 @@ from pathlib import Path
 
 from .config import parse_overrides
 from .errors import FeatlabError
+from .utils import silence_stdout
 from .runs.registry import get_experiment, list_experiments, paper_results, papers
 from .runs.runner import run
-from .report.tables import claims_markdown, claims_table, declared_claims_rows, run_report, table
-from .runs.store import load_run
+from .report.tables import claims_markdown, declared_claims_rows, run_report, table
+from . import __version__, cli_inspect, cli_report
+
+# commands that live in their own modules (keeps this file small)
+_MORE = {"config": cli_inspect.cmd_config, "runs": cli_inspect.cmd_runs, "compare": cli_inspect.cmd_compare,
+         "report": cli_report.cmd_report}
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="featlab", description="Reproduce and check feature-learning theory papers.")
+    p.add_argument("--version", action="version", version=f"featlab {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    sub.add_parser("list", help="every experiment with its paper reference")
+    sub.add_parser("list", help="every experiment with its paper reference").add_argument(
+        "--json", action="store_true", help="print JSON instead of a table")
 
     c = sub.add_parser("claims", help="every claim an experiment judges: statement, source, threshold and why")
     c.add_argument("id", nargs="?", help="one experiment (default: all)")
@@ -33,12 +40,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="run every control setting, where the paper's statements should be false (no claim it "
                    "targets may hold); --control-name picks one")
     r.add_argument("--control-name", metavar="NAME", help="run only this control (see 'featlab claims ID')")
+    r.add_argument("--print-config", action="store_true", help="print the effective config as YAML and exit")
 
     s = sub.add_parser("show", help="reprint a finished run's claims and headline metrics")
-    s.add_argument("run_dir")
+    s.add_argument("run_dir", metavar="EXP|RUN", help="an experiment id (its latest run), a run folder or a run id")
+    s.add_argument("--out", default="runs", help="where experiment and run ids are looked up (default ./runs)")
+    s.add_argument("--json", action="store_true", help="print the run's summary as JSON")
 
-    rp = sub.add_parser("reproduce", help="every experiment of a paper, then one table of all claims")
-    rp.add_argument("paper", nargs="?", default="all", choices=[*papers(), "all"])
+    rp = sub.add_parser("reproduce", help="every experiment of a paper, then a short summary and a report page")
+    rp.add_argument("paper", nargs="?", default="all", help=f"one of {', '.join(papers())} or all (default)")
+    rp.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides for the experiments "
+                    "that have the field, e.g. data_root=~/data")
     _common(rp)
 
     d = sub.add_parser("data", help="image datasets: 'featlab data check [--root DIR]' lists what is present and valid")
@@ -60,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--executor", default="local", choices=["local", "ray"], help="local (default) or ray")
     sw.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one)")
     sw.add_argument("--show", default="", metavar="M1,M2", help="metrics to print (default: the first few)")
+    sw.add_argument("--plot", nargs="+", metavar="x=AXIS", help="x=AXIS y=METRIC [hue=AXIS] [kind=line|heatmap]: "
+                    "a PNG beside the table")
+    cli_inspect.add_commands(sub)
+    cli_report.add_commands(sub)
     return p
 
 
@@ -96,6 +112,8 @@ def _print_run(rec, out=None) -> None:
 
 def cmd_run(a) -> int:
     overrides = parse_overrides(a.overrides)
+    if a.print_config:
+        return cli_inspect.print_config(a, overrides)
     if a.control or a.control_name:
         return _run_controls(a, overrides)
     rec = run(a.id, a.preset, out=a.out, config_file=a.config, force=a.force, **overrides)
@@ -123,55 +141,15 @@ def _run_controls(a, overrides) -> int:
 
 
 def cmd_show(a) -> int:
-    rec = load_run(a.run_dir)
-    _print_run(rec)
-    return 0
+    return cli_inspect.cmd_show(a)  # an experiment id (its latest run), a run folder or a run id
 
 
 def cmd_reproduce(a) -> int:
-    paper = None if a.paper == "all" else a.paper
-    exps = list_experiments(paper)
-    all_claims, failed = [], []
-    for i, e in enumerate(exps, 1):
-        print(f"[{i}/{len(exps)}] {e.id} ({e.reference}) ...", flush=True)
-        rec = run(e.id, a.preset, out=a.out, force=a.force)
-        print(f"    {rec.status}{' (existing run)' if rec.skipped else ''} in {rec.summary.get('elapsed_s', 0):.1f} s"
-              f" → {rec.dir}", flush=True)
-        if not rec.ok:
-            failed.append(e.id)
-        all_claims += [{**c, "experiment": e.id} for c in rec.claims]
-    print()
-    print(claims_table(all_claims, with_experiment=True))
-    held = sum(c["holds"] for c in all_claims)
-    print(f"\n{held}/{len(all_claims)} claims hold across {len(exps)} experiments.")
-    if failed:
-        print(f"runs that did not complete: {', '.join(failed)}")
-        return 1
-    return 1 if a.strict and held < len(all_claims) else 0
+    return cli_report.cmd_reproduce(a)  # goes on past an experiment that cannot run; ends with a report page
 
 
 def cmd_sweep(a) -> int:
-    from .runs.sweep import sweep
-
-    table_df = sweep(a.id, a.axes, preset=a.preset, out=a.out, executor=a.executor, force=a.force,
-                     ray_address=a.ray_address)
-    axes = [c for c in table_df.columns if c in {ax.partition("=")[0] for ax in a.axes}]
-    shown = [m for m in a.show.split(",") if m] or [c for c in table_df.columns
-                                                      if c not in axes and "@" not in c][2:6]
-    missing = [m for m in shown if m not in table_df.columns]
-    if missing:
-        print(f"featlab: note: no metric {missing[0]!r} in these runs", file=sys.stderr)
-    cols = axes + ["status", "claims_held"] + [m for m in shown if m in table_df.columns]
-    rows = [[str(v) if not isinstance(v, float) else f"{v:.4g}" for v in r] for r in table_df[cols].values.tolist()]
-    print(table(rows, cols))
-    dest = Path(a.out) / a.id / "sweeps"
-    dest.mkdir(parents=True, exist_ok=True)
-    name = "sweep-" + "-".join(ax.replace("=", "_").replace(",", "_") for ax in a.axes)[:80] + ".parquet"
-    table_df.to_parquet(dest / name, index=False)
-    print(f"\nsweep table: {dest / name}")
-    failed = (table_df["status"] != "complete").any()
-    held_all = all(x.split("/")[0] == x.split("/")[1] for x in table_df["claims_held"])
-    return 1 if failed or (a.strict and not held_all) else 0
+    return cli_report.cmd_sweep(a)
 
 
 def cmd_data_check(a) -> int:
@@ -199,18 +177,21 @@ def cmd_embed(a) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _dispatch(argv: list[str] | None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)  # key=value may come after options
-    if extra and (args.cmd not in ("run", "sweep") or any(e.startswith("-") or "=" not in e for e in extra)):
+    if extra and (args.cmd not in ("run", "sweep", "reproduce")
+                  or any(e.startswith("-") or "=" not in e for e in extra)):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if extra and args.cmd == "run":
+    if extra and args.cmd in ("run", "reproduce"):
         args.overrides = [*args.overrides, *extra]
     elif extra:
         args.axes = [*args.axes, *extra]
     try:
         if args.cmd == "list":
-            return cmd_list()
+            return cli_inspect.cmd_list_json() if args.json else cmd_list()
+        if args.cmd in _MORE:
+            return _MORE[args.cmd](args)
         if args.cmd == "claims":
             return cmd_claims(args)
         if args.cmd == "run":
@@ -225,11 +206,22 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_embed(args)
         return cmd_reproduce(args)
     except FeatlabError as e:
-        print(f"featlab: error: {e}", file=sys.stderr)
+        print(f"featlab: error: {' '.join(str(e).split())}", file=sys.stderr)  # one line, whatever the message
         return 2
     except KeyboardInterrupt:
         print("featlab: interrupted; completed runs are kept, the unfinished one will be redone", file=sys.stderr)
         return 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    code = 141  # 128 + SIGPIPE, as a tool killed by a closed pipe, if the pipe closes before the outcome is known
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # here, not at exit: a closed pipe (`featlab list | head -1`) is then handled below
+        return code
+    except BrokenPipeError:  # the reader left: end quietly, no traceback, nothing more on the closed pipe
+        silence_stdout()
+        return code
 
 
 if __name__ == "__main__":  # pragma: no cover

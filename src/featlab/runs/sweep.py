@@ -11,7 +11,12 @@ not retrained, so a sweep interrupted half-way resumes where it stopped.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
+import os
+import re
+import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -46,14 +51,44 @@ def _run_point(experiment_id: str, preset: str, out: str, force: bool, overrides
             "claims": rec.claims}
 
 
-def sweep(experiment_id: str, axes: list[str], *, preset: str = "quick", out: str | Path = "runs",
-          executor: str = "local", force: bool = False, ray_address: str | None = None,
-          progress: bool = True) -> pd.DataFrame:
-    """Run every point of the grid and return one row per point: the swept values, status, claims held,
-    every summary metric, and the run folder."""
-    points = grid(axes)
-    for p in points:  # validate everything before training anything
-        resolve_config(experiment_id, preset, overrides=p)
+def _typed(experiment_id: str, preset: str, points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each point's values as the config reads them (``eta=1e-3`` → 0.001, a float), validating every point before
+    anything trains."""
+    typed = []
+    for p in points:
+        cfg = resolve_config(experiment_id, preset, overrides=p)[1].to_dict()
+        typed.append({k: cfg.get(k, v) for k, v in p.items()})
+    return typed
+
+
+def _axis_items(axes: Iterable[str] | None, values: dict[str, Any]) -> list[str]:
+    """CLI-style axes plus Python keywords: a list or tuple is an axis, anything else a fixed value."""
+    items = list(axes or [])
+    for k, v in values.items():
+        vs = list(v) if isinstance(v, (list, tuple, range)) else [v]
+        items.append(f"{k}=" + ",".join(json.dumps(x) if isinstance(x, (list, dict)) else str(x) for x in vs))
+    return items
+
+
+def sweep(experiment_id: str, axes: list[str] | None = None, *, preset: str = "quick", out: str | Path = "runs",
+          executor: str = "local", force: bool = False, ray_address: str | None = None, progress: bool = True,
+          save: bool = True, show: list[str] | None = None, plot: list[str] | str | None = None,
+          **values: Any) -> pd.DataFrame:
+    """Run every point of the grid and return one row per point: the swept values (typed as the config reads
+    them), status, claims held, every summary metric, and the run folder.
+
+    >>> featlab.sweep("fa-synthetic", k=[10, 20, 40], d=[3072, 8192], plot="x=d y=binary.critical_radius hue=k")
+
+    ``save`` writes the table under ``OUT/<experiment>/sweeps/`` (its path in ``df.attrs["table"]``), with the
+    ``plot`` (``x=AXIS y=METRIC [hue=AXIS] [kind=line|heatmap]``) beside it as a PNG (``df.attrs["plot"]``).
+    """
+    from ..report.sweeps import parse_plot
+
+    items = _axis_items(axes, values)
+    raw = grid(items)
+    names = list(raw[0]) if raw else []
+    spec = parse_plot(plot, names)
+    points = _typed(experiment_id, preset, raw)
     out = str(out)
     if executor == "local":
         results = []
@@ -79,4 +114,46 @@ def sweep(experiment_id: str, axes: list[str], *, preset: str = "quick", out: st
         held = sum(c["holds"] for c in r["claims"])
         rows.append({**p, "status": r["status"], "claims_held": f"{held}/{len(r['claims'])}", **r["metrics"],
                      "run_dir": r["dir"]})
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    if save:
+        path = save_table(df, out, experiment_id, items, preset, names, show=show, plot=spec)
+        df.attrs["table"] = str(path)
+        if spec is not None:
+            df.attrs["plot"] = str(path.with_suffix(".png"))
+    return df
+
+
+def table_name(experiment_id: str, items: list[str], preset: str) -> str:
+    """``sweep-<preset>-<readable axes>-<hash>``: the hash covers the whole sweep (experiment, preset, every axis
+    in full), so two sweeps share a file only when they are the same sweep; the prefix is for people."""
+    digest = hashlib.sha256(json.dumps([experiment_id, preset, list(items)]).encode()).hexdigest()[:10]
+    readable = re.sub(r"[^A-Za-z0-9.+-]+", "_", "-".join(items)).strip("_")[:60]
+    return f"sweep-{re.sub(r'[^A-Za-z0-9.+-]+', '_', preset)}-{readable}-{digest}"
+
+
+def _atomic(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def save_table(df: pd.DataFrame, out: str | Path, experiment_id: str, items: list[str], preset: str,
+               axis_names: list[str], show: list[str] | None = None, plot: dict[str, str] | None = None) -> Path:
+    """Write the table (Parquet), a sidecar JSON saying what was swept, and the plot, each atomically."""
+    dest = Path(out) / experiment_id / "sweeps"
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / (table_name(experiment_id, items, preset) + ".parquet")
+    if plot is not None:  # first: a bad y= fails before anything is written
+        from ..report.sweeps import sweep_figure
+
+        title = f"{experiment_id} ({preset}): {plot['y']}"
+        fig = sweep_figure(df, plot, axis_names, title)
+        _atomic(path.with_suffix(".png"), lambda t: fig.savefig(t, dpi=130, bbox_inches="tight", format="png"))
+    _atomic(path, lambda t: df.to_parquet(t, index=False))
+    meta = {"experiment": experiment_id, "preset": preset, "axes": list(items), "axis_names": axis_names,
+            "shown": list(show or []), "plot": plot}
+    _atomic(path.with_suffix(".json"), lambda t: t.write_text(json.dumps(meta, indent=2), encoding="utf-8"))
+    return path

@@ -1,0 +1,258 @@
+"""The report's content, independent of its format: per paper, per experiment, the runs with their claims (and the
+control's value beside each), figures, notes, config diff and provenance; and the first-screen answer to "does it
+reproduce?" — claims held / total, runs missing or failed, presets never run. html.py and markdown.py render it;
+``console_summary`` is the few lines ``featlab reproduce`` ends with.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..runs.store import RunRecord
+from .records import Runs, claims_held, config_diff, find_runs, is_control, provenance
+from .sweeps import SweepTable, find_sweeps
+
+NOT_RUN_FILE = "reproduce.json"  # written by `featlab reproduce`: experiments it could not or did not run, and why
+
+
+@dataclass
+class ClaimRow:
+    id: str
+    statement: str
+    source: str
+    paper_value: Any
+    measured: Any
+    threshold: str
+    holds: bool
+    controls: list[tuple[str, Any, bool]] = field(default_factory=list)  # (control name, measured, holds)
+
+
+@dataclass
+class RunView:
+    rec: RunRecord
+    claims: list[ClaimRow]
+    diff: list[tuple[str, Any, Any]]
+    provenance: dict[str, str]
+
+    @property
+    def held(self) -> tuple[int, int]:
+        return claims_held(self.rec)
+
+
+@dataclass
+class ExpView:
+    id: str
+    reference: str
+    shows: str
+    presets: list[str]
+    runs: list[RunView] = field(default_factory=list)
+    sweeps: list[SweepTable] = field(default_factory=list)
+    not_run: str = ""  # why there is no run, when there is none
+    never_run: list[str] = field(default_factory=list)  # presets with no run under OUT
+
+
+@dataclass
+class PaperView:
+    key: str
+    title: str
+    experiments: list[ExpView] = field(default_factory=list)
+
+    @property
+    def held(self) -> tuple[int, int]:
+        counts = [r.held for e in self.experiments for r in e.runs[:1]]
+        return sum(h for h, _ in counts), sum(t for _, t in counts)
+
+    @property
+    def failed(self) -> list[ExpView]:
+        return [e for e in self.experiments if e.runs and e.runs[0].rec.status != "complete"]
+
+    @property
+    def missing(self) -> list[ExpView]:
+        return [e for e in self.experiments if not e.runs]
+
+    def never_run(self) -> list[tuple[str, list[str]]]:
+        """(preset, experiments that have runs but none with this preset): missing experiments are counted once,
+        under ``missing``, not again here."""
+        by: dict[str, list[str]] = {}
+        for e in self.experiments:
+            if e.runs:
+                for p in e.never_run:
+                    by.setdefault(p, []).append(e.id)
+        return list(by.items())
+
+
+@dataclass
+class Report:
+    out: Path
+    papers: list[PaperView]
+    problems: list[tuple[str, str]]
+    created: str
+
+
+def _smoke(exp) -> bool:
+    return bool(exp.presets.get("quick", {}).get("smoke"))
+
+
+def not_run_reason(exp, recorded: dict[str, str]) -> str:
+    if exp.id in recorded:
+        return recorded[exp.id]
+    if _smoke(exp):
+        return (f"not run here: needs data and a GPU (its quick preset is a pipeline smoke test); "
+                f"featlab run {exp.id} --preset paper")
+    return f"no run under this folder: featlab run {exp.id}"
+
+
+def _matches(ctl: RunRecord, main: RunRecord) -> bool:
+    """A control run belongs to a main run when their configs agree outside the control's own overrides."""
+    changed = set((ctl.summary["control"] or {}).get("overrides", {}))
+    a, b = ctl.summary.get("config") or {}, main.summary.get("config") or {}
+    return all(a.get(k) == b.get(k) for k in set(a) | set(b) if k not in changed)
+
+
+def _controls_for(main: RunRecord, controls: list[RunRecord]) -> list[RunRecord]:
+    """The newest control run of each control name that matches the main run's settings."""
+    seen, out = set(), []
+    for c in controls:  # newest first
+        name = (c.summary["control"] or {}).get("name", "?")
+        if name not in seen and c.ok and _matches(c, main):
+            seen.add(name)
+            out.append(c)
+    return out
+
+
+def run_view(rec: RunRecord, controls: list[RunRecord] = ()) -> RunView:
+    ctl_runs = _controls_for(rec, list(controls))
+    rows = []
+    for c in rec.claims:
+        row = ClaimRow(c.get("id", "?"), c.get("statement", ""), c.get("source", ""), c.get("paper_value"),
+                       c.get("measured"), c.get("threshold", ""), bool(c.get("holds")))
+        for ctl in ctl_runs:
+            for cc in ctl.claims:
+                if cc.get("id") == row.id:
+                    row.controls.append((ctl.summary["control"].get("name", "?"), cc.get("measured"),
+                                         bool(cc.get("holds"))))
+        rows.append(row)
+    return RunView(rec, rows, config_diff(rec), provenance(rec))
+
+
+def _recorded_not_run(out: Path) -> dict[str, str]:
+    try:
+        data = json.loads((out / NOT_RUN_FILE).read_text(encoding="utf-8"))
+        return {str(k): str(v) for k, v in (data.get("not_run") or {}).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def build(out: str | Path, paper: str | None = None, all_runs: bool = False,
+          not_run: dict[str, str] | None = None, chosen: dict[str, Path] | None = None) -> Report:
+    """The report over every readable run under OUT: the latest run of each experiment (``all_runs``: every run).
+
+    ``chosen``: experiment → the run to show first (what ``reproduce`` just ran or found, even when an older
+    identical run was reused and another run of the experiment is newer)."""
+    from ..runs.registry import list_experiments, papers
+
+    out = Path(out)
+    runs: Runs = find_runs(out)
+    recorded = {**_recorded_not_run(out), **(not_run or {})}
+    titles = papers()
+    views: dict[str, PaperView] = {}
+    known = set()
+    for exp in list_experiments(paper):
+        known.add(exp.id)
+        pv = views.setdefault(exp.paper, PaperView(exp.paper, titles.get(exp.paper, exp.paper)))
+        main = runs.of(exp.id)
+        if chosen and exp.id in chosen:
+            pick = Path(chosen[exp.id]).resolve()
+            main.sort(key=lambda r: r.dir.resolve() != pick)  # stable: the chosen run first, the rest newest first
+        ev = ExpView(exp.id, exp.reference, exp.summary, list(exp.presets))
+        ev.runs = [run_view(r, runs.of(exp.id, controls=True)) for r in (main if all_runs else main[:1])]
+        ev.sweeps = find_sweeps(out, exp.id)
+        ev.never_run = [p for p in exp.presets if not any(r.summary.get("preset") == p for r in main)]
+        if not main:
+            ev.not_run = not_run_reason(exp, recorded)
+        elif exp.id in recorded:
+            ev.not_run = recorded[exp.id]  # this time it could not run; an older run is shown
+        pv.experiments.append(ev)
+    if paper is None:  # runs of experiments this installation does not register (an uninstalled plug-in)
+        other = sorted({r.summary["experiment"] for r in runs.records} - known)
+        if other:
+            pv = views.setdefault("other", PaperView("other", "Experiments not registered here"))
+            for eid in other:
+                main = runs.of(eid)
+                ev = ExpView(eid, "", "", [])
+                ev.runs = [run_view(r, runs.of(eid, controls=True)) for r in (main if all_runs else main[:1])]
+                pv.experiments.append(ev)
+    created = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    return Report(out, list(views.values()), runs.problems, created)
+
+
+def fmt_value(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:.4g}" if v == 0 or 1e-3 <= abs(v) < 1e5 else f"{v:.3e}"
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    return str(v)
+
+
+def try_command(exp_id: str, presets: list[str]) -> str:
+    """What to run next for a claim that does not hold: a longer CPU preset if the experiment has one, else paper."""
+    extra = [p for p in presets if p not in ("quick", "paper")]
+    return f"featlab run {exp_id} --preset {extra[0] if extra else 'paper'}"
+
+
+def failures(report: Report) -> list[str]:
+    """One line per ✗ (a failed run, or a claim that does not hold in the latest run): the cause and what to try."""
+    lines = []
+    for pv in report.papers:
+        for ev in pv.experiments:
+            if not ev.runs:
+                continue
+            rv = ev.runs[0]
+            if rv.rec.status != "complete":
+                msg = (rv.rec.summary.get("message") or "no message").splitlines()[0]
+                lines.append(f"✗ {ev.id}: run {rv.rec.status}: {msg} — try: featlab run {ev.id} --force")
+                continue
+            for c in rv.claims:
+                if not c.holds:
+                    lines.append(f"✗ {ev.id} {c.id}: measured {fmt_value(c.measured)}, needs {c.threshold} "
+                                 f"— try: {try_command(ev.id, ev.presets)}")
+    return lines
+
+
+def console_summary(report: Report, paths: list[Path] | None = None) -> str:
+    """The end of ``featlab reproduce``: claims held per paper, each ✗ in one line, what was not run, the report."""
+    lines = []
+    for pv in report.papers:
+        held, total = pv.held
+        ran = sum(bool(e.runs) for e in pv.experiments)
+        lines.append(f"{pv.title}: {held}/{total} claims hold ({ran} of {len(pv.experiments)} experiments run)")
+    lines += ["", *failures(report)] if failures(report) else []
+    absent = [(ev.id, ev.not_run) for pv in report.papers for ev in pv.experiments if ev.not_run]
+    if absent:
+        lines += ["", "not reproduced here:"] + [f"  {i}: {why}" for i, why in absent]
+    if paths:
+        lines += ["", "report: " + " and ".join(str(p) for p in paths)]
+    return "\n".join(lines)
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """UTF-8 text written to a temporary sibling and renamed into place: a reader never sees half a report."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
