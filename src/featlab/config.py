@@ -9,27 +9,98 @@ from __future__ import annotations
 
 import hashlib
 import json
+import typing
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, ClassVar, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import ConfigError
+
+INT64_MAX = 2**63 - 1  # what parquet, JSON readers and torch hold exactly
+BIG_INT_MAX = 10**30  # fields in BIG_INTS (a dimension that only scales a simulation) may go beyond int64
+STEP_FIELDS = ("T", "steps", "epochs")  # plus every field ending in "_steps": iteration counts of the run
+
+
+@dataclass
+class Need:
+    """One term of what a run needs, estimated before anything is allocated: ``bytes`` held at once and ``flops``
+    of work, ``what`` in words, and the ``fields`` a user lowers to shrink it (named in a refusal)."""
+
+    what: str
+    fields: tuple[str, ...]
+    bytes: float = 0.0
+    flops: float = 0.0
+
+
+def _allows(annotation: Any, kind: type) -> bool:
+    return annotation is kind or any(_allows(a, kind) for a in typing.get_args(annotation))
+
+
+def _bad_value(v: Any, allow_bool: bool, int_max: int) -> str | None:
+    """Why a (possibly nested) value is unacceptable for any field, or None."""
+    if isinstance(v, (list, tuple)):
+        return next((r for r in (_bad_value(x, allow_bool, int_max) for x in v) if r), None)
+    if isinstance(v, bool):
+        return None if allow_bool else "must be a number, not a boolean (true/false)"
+    if isinstance(v, int) and abs(v) > int_max:
+        return f"must be at most {int_max:.3g} in absolute value"
+    if isinstance(v, str) and "\x00" in v:
+        return "must not contain a NUL character"
+    return None
 
 
 class ExperimentConfig(BaseModel):
     """Fields every experiment has. Subclasses add the paper's own."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+    # inf/nan are refused for every float field (learning rates, scales, radii): they only end in failed runs
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False, allow_inf_nan=False)
+    BIG_INTS: ClassVar[frozenset[str]] = frozenset({"d"})  # may exceed int64: d = k^20 in a reduced simulation
 
     seeds: int = Field(4, ge=1, description="number of replicas (independent seeds) trained at once")
-    seed: int = Field(0, ge=0, description="first seed; replica i uses seed + i")
+    seed: int = Field(0, ge=0, le=2**62, description="first seed; replica i uses seed + i")
     dtype: Literal["float32", "float64"] = Field("float32", description="float64 for theory-regime runs")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto = cuda when present")
     probe_every: int = Field(10, ge=1, description="steps between two measurements during training")
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _sane(cls, v: Any, info: ValidationInfo) -> Any:
+        """Every field: booleans are not numbers (seeds=true is not 1), integers are bounded (a 20-digit value
+        would train and then overflow when saved)."""
+        ann = cls.model_fields[info.field_name].annotation
+        why = _bad_value(v, _allows(ann, bool), BIG_INT_MAX if info.field_name in cls.BIG_INTS else INT64_MAX)
+        if why:
+            raise ValueError(why)
+        return v
+
     # ----------------------------------------------------------------------------------------------
+    def estimate(self) -> list[Need]:
+        """Rough *lower bounds* of the memory and work this run needs, checked before it starts: ``featlab run``
+        refuses a run whose memory exceeds what the machine has available, or whose work would take months.
+
+        The default covers configs whose data are ``seeds × points × d`` tensors (fields ``n``, ``n_test``, ``d``)
+        trained for the step fields (``T``, ``steps``, ``epochs``, ``*_steps``). An experiment adds its own terms
+        (attack batches, all-pairs chunks) by overriding this; one that simulates in reduced coordinates (where d
+        is only a scale) overrides it to leave d out."""
+        f = type(self).model_fields
+        if "d" not in f or "n" not in f:
+            return []
+        E, d = int(self.seeds), int(self.d)
+        points = int(self.n) + int(getattr(self, "n_test", 0) or 0)
+        item = 8 if self.dtype == "float64" else 4
+        sized = ("seeds", "n", "n_test", "d") if "n_test" in f else ("seeds", "n", "d")
+        needs = [Need(f"{E} × {points} × {d} × {item} B of data", sized, bytes=float(E) * points * d * item)]
+        steps = [k for k in f if k in STEP_FIELDS or k.endswith("_steps")]
+        steps = sorted((k for k in steps if isinstance(getattr(self, k), int)), key=lambda k: -getattr(self, k))
+        if steps:
+            n_steps = sum(int(getattr(self, k)) for k in steps)
+            needs.append(Need(f"{n_steps} steps over {E} × {points} × {d} data", tuple(steps),
+                              flops=2.0 * E * points * d * n_steps))
+        return needs
+
     def seed_list(self) -> list[int]:
         return [self.seed + i for i in range(self.seeds)]
 
@@ -59,15 +130,27 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
             out[key] = yaml.safe_load(raw) if raw.strip() != "" else None
         except yaml.YAMLError:
             out[key] = raw
+        except ValueError:  # an integer of thousands of digits: Python refuses to parse it
+            raise ConfigError(f"the {key!r} value is not a number featlab can use ({len(raw)} characters); "
+                              f"give a smaller value") from None
     return out
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist; pass an existing YAML file to --config")
+        what = "is not a regular file" if path.exists() else "does not exist"
+        raise ConfigError(f"config file {str(path)!r} {what}; pass an existing YAML file to --config")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (binary?); pass a YAML text file") from None
+    except OSError as e:
+        raise ConfigError(f"config file {str(path)!r} cannot be read ({e.strerror or e}); check its permissions") \
+            from None
+    except ValueError:  # e.g. an integer of thousands of digits (Python refuses to parse it)
+        raise ConfigError(f"config file {str(path)!r} holds a value featlab cannot parse (a number with thousands "
+                          f"of digits?); fix that value") from None
     except yaml.YAMLError as e:
         line = getattr(getattr(e, "problem_mark", None), "line", None)
         where = f" (line {line + 1})" if line is not None else ""
@@ -113,11 +196,19 @@ def build_config(cls: type[ExperimentConfig], experiment_id: str, *layers: Mappi
         err = e.errors()[0]
         loc = ".".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int)) or "config"
         got = err.get("input")
-        got_s = "" if isinstance(got, dict) else f"; got {got!r} instead"
+        got_s = "" if isinstance(got, dict) else f"; got {_short_repr(got)} instead"
         if err.get("type") == "value_error" and not err.get("loc"):
             # model-level validators name their field themselves
             raise ConfigError(f"{experiment_id}: {_describe(err)}") from None
         raise ConfigError(f"the {loc!r} field of {experiment_id} {_describe(err)}{got_s}") from None
+
+
+def _short_repr(v: Any, limit: int = 80) -> str:
+    try:
+        r = repr(v)
+    except ValueError:  # an int too long to print
+        return "a number with thousands of digits"
+    return r if len(r) <= limit else r[: limit - 3] + "..."
 
 
 def check(cond: bool, field: str, requirement: str, fix: str = "") -> None:

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from contextlib import contextmanager
 
 import torch
 from tqdm.auto import tqdm
 
+from .errors import ConfigError
+
 
 def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if str(device).startswith("cuda") and not torch.cuda.is_available():  # never a CPU run labelled cuda
+        raise ConfigError(f"device={device} but this machine has no CUDA device (or torch was built without CUDA); "
+                          f"use device=auto or device=cpu")
     return torch.device(device)
 
 
@@ -81,6 +87,15 @@ def torch_threads(n: int | None):
         yield
     finally:
         torch.set_num_threads(old)
+
+
+def silence_stdout() -> None:
+    """After a BrokenPipeError (``featlab ... | head -1``): send the rest of stdout to devnull, so neither later
+    prints nor the interpreter's final flush raise again; the work goes on (or ends) quietly."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real descriptor (captured): nothing to redirect
+        pass
 
 
 def _progress_enabled() -> bool | None:

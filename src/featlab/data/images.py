@@ -327,6 +327,9 @@ def load_images(name: str, root: str | Path = "data") -> ImageData:
 def check_root(root: str | Path) -> list[tuple[str, str, str]]:
     """(dataset, status 'ok'/'missing'/'corrupt', detail) for every dataset under ``root``; parses nothing."""
     root = Path(root).expanduser()
+    if not root.is_dir():  # a mistyped --root must not read as "every dataset is missing"
+        raise DataError(f"data root {str(root)!r} {'is not a folder' if root.exists() else 'does not exist'}; create "
+                        f"it and run this again to see where each dataset goes, or pass --root DIR of an existing one")
     rows = [("digits", "ok", "bundled with scikit-learn (no download)")]
     for name, spec in SPECS.items():
         if isinstance(spec, IdxSpec):

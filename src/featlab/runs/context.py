@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from ..errors import TrainingDiverged
-from ..utils import resolve_device, resolve_dtype
+from ..utils import resolve_device, resolve_dtype, silence_stdout
 from .claims import Claim, Verdict
 
 
@@ -96,7 +96,10 @@ class RunContext:
         """A line printed with the results and kept in summary.json (e.g. which assumptions hold)."""
         self.notes.append(text)
         if not self.quiet:
-            print(text, flush=True)
+            try:
+                print(text, flush=True)
+            except BrokenPipeError:  # stdout closed (`| head`): the run goes on, its notes are in summary.json
+                silence_stdout()
 
     def fail(self, message: str) -> None:
         self.status, self.message = "failed", message

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import platform
 import sys
 import time
@@ -9,12 +11,18 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
+import torch
 
 from ..config import build_config, load_yaml
-from ..errors import ConfigError, TrainingDiverged
+from ..errors import ConfigError, RunRecordError, TrainingDiverged
+from ..utils import resolve_device
 from .context import RunContext
 from .store import RunRecord, RunWriter
 from .registry import get_experiment
+
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+FLOP_RATE = 1e12  # optimistic FLOP/s (several times this machine's peak): work estimates stay lower bounds
+WARN_S, REFUSE_S = 86_400.0, 30 * 86_400.0  # warn above a day of work, refuse above a month
 
 
 def versions() -> dict[str, str]:
@@ -41,6 +49,74 @@ def resolve_config(experiment_id: str, preset: str = "quick", config_file: str |
     return exp, build_config(exp.config, exp.id, *layers)
 
 
+# ------------------------------------------------------------------------------------------ checks before any work
+def preflight(exp, cfg, out: str | Path, quiet: bool = False) -> None:
+    """Refuse a run that cannot succeed before anything is written: a CUDA device the machine lacks, an output
+    folder that is a file or not writable, a ``*_dir`` field naming a file, more memory than the machine has
+    available, or months of work (``cfg.estimate()``). Each refusal is one line naming the field or flag to fix."""
+    resolve_device(cfg.device)
+    check_out(Path(out) / exp.id)
+    for name, value in cfg:
+        if name.endswith("_dir") and isinstance(value, str) and value and os.path.lexists(value) \
+                and not os.path.isdir(value):
+            raise ConfigError(f"the {name!r} field of {exp.id} names {value!r}, which is not a folder; pass a folder")
+    check_resources(exp.id, cfg, quiet)
+
+
+def check_out(folder: Path) -> None:
+    """The run's experiment folder must be creatable: its nearest existing ancestor a writable folder."""
+    p = Path(folder).expanduser()
+    while not os.path.lexists(p) and p != p.parent:
+        p = p.parent
+    if not p.is_dir():
+        raise ConfigError(f"--out: {str(p)!r} is not a folder (a file or a device); pass a folder for the runs, "
+                          f"e.g. --out runs")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out: the folder {str(p)!r} is not writable; pass a folder you can write to")
+
+
+def available_memory(device: str) -> float | None:
+    """Bytes the run can still allocate on its device: CUDA's free memory, Linux's MemAvailable, else None."""
+    if resolve_device(device).type == "cuda":
+        return float(torch.cuda.mem_get_info()[0])
+    try:
+        with open("/proc/meminfo") as f:
+            kb = next((int(line.split()[1]) for line in f if line.startswith("MemAvailable:")), None)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if kb is None else kb * 1024.0
+
+
+def check_resources(experiment_id: str, cfg, quiet: bool = False) -> None:
+    """Refuse (one line, exit 2) a run whose estimated memory exceeds what is available, or whose estimated work
+    exceeds a month; warn when it exceeds a day. Estimates are lower bounds, so a refusal is never a guess."""
+    needs = cfg.estimate() if hasattr(cfg, "estimate") else []
+    mem, avail = sum(n.bytes for n in needs), available_memory(cfg.device)
+    if needs and avail is not None and mem > avail:
+        big = max(needs, key=lambda n: n.bytes)
+        raise ConfigError(f"{experiment_id} needs at least {_size(mem)} of memory ({big.what}) but {_size(avail)} "
+                          f"is available; lower {_fields(cfg, big.fields)}")
+    secs = sum(n.flops for n in needs) / FLOP_RATE
+    if secs > WARN_S:
+        big = max(needs, key=lambda n: n.flops)
+        text = f"{experiment_id} would take at least {secs / 86_400:.3g} days ({big.what}); lower " \
+               f"{_fields(cfg, big.fields)}"
+        if secs > REFUSE_S:
+            raise ConfigError(text)
+        if not quiet:
+            print(f"featlab: warning: {text}", file=sys.stderr, flush=True)
+
+
+def _size(b: float) -> str:
+    return f"{b / 2**30:.3g} GiB" if b >= 2**30 else f"{b / 2**20:.3g} MiB"
+
+
+def _fields(cfg, names) -> str:
+    shown = [f"{n!r} ({getattr(cfg, n)})" for n in names]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" or {shown[-1]}"
+
+
+# ------------------------------------------------------------------------------------------ running
 def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", config_file: str | Path | None = None,
         force: bool = False, quiet: bool = False, control: bool | str = False, **overrides: Any) -> RunRecord:
     """Run an experiment (or return its existing complete run) and return the run record.
@@ -53,10 +129,26 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     """
     exp, cfg = resolve_config(experiment_id, preset, config_file, overrides, control)
     run_id = cfg.digest(exp.id)
+    preflight(exp, cfg, out, quiet=quiet)  # every user mistake is refused here, before anything is written
     writer = RunWriter(out, exp.id, run_id)
-    if not force and (done := writer.existing()) is not None:
-        done.skipped = True
-        return done
+    try:
+        with writer.locked(on_wait=None if quiet else lambda: print(
+                f"featlab: another process is running {exp.id}/{run_id} into this folder; waiting for it to finish",
+                file=sys.stderr, flush=True)):
+            writer.recover()
+            if not force and (done := writer.existing()) is not None:
+                done.skipped = True
+                return done
+            return _run_locked(exp, cfg, run_id, writer, preset, quiet, control)
+    except OSError as e:
+        if e.errno not in _DISK_ERRORS:
+            raise
+        where = e.filename or writer.final.parent
+        raise RunRecordError(f"cannot write {str(where)!r} ({e.strerror}); free some space, fix its permissions "
+                             f"or pass another --out") from None
+
+
+def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bool, control) -> RunRecord:
     stage = writer.open()
     try:
         writer.write_config(cfg.to_yaml())
@@ -68,6 +160,9 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
             exp.fn(ctx)
         except TrainingDiverged as e:  # a scientific outcome: recorded as a failed run, not a crash
             ctx.fail(str(e))
+        except _OOM:  # the estimate was too low: say so in one line rather than with an allocator traceback
+            raise ConfigError(f"{exp.id} ran out of memory; lower the fields that size it ("
+                              f"{', '.join(_size_fields(cfg))})") from None
         elapsed = time.perf_counter() - t0
         frame = pd.concat(ctx.frames, ignore_index=True) if ctx.frames else pd.DataFrame(
             columns=["seed", "step", "metric", "value"])
@@ -92,3 +187,11 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     except BaseException:
         writer.abandon()
         raise
+
+
+_OOM = (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))
+
+
+def _size_fields(cfg) -> list[str]:
+    named = [f for n in cfg.estimate() for f in n.fields]
+    return list(dict.fromkeys(named)) or ["seeds"]

@@ -2,7 +2,9 @@
 
 A run is built in a hidden sibling folder and moved into place only once its summary.json has been written,
 so a finished run folder is always complete: a run killed half-way leaves only the hidden folder, which the
-next attempt removes; ``--force`` replaces a complete run only after the new one is complete.
+next attempt removes; ``--force`` replaces a complete run only after the new one is complete. A lock per run id
+(``.<run-id>.lock``, ``flock``) makes a second process running the same run wait and then reuse it, and keeps
+every process from removing a folder that a live one is still writing.
 """
 
 from __future__ import annotations
@@ -11,9 +13,15 @@ import json
 import os
 import shutil
 import uuid
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 import pandas as pd
 
@@ -72,28 +80,107 @@ class RunRecord:
         return self.summary["metrics"][name]
 
 
+_REQUIRED = {"experiment": str, "status": str, "config": dict, "metrics": dict, "claims": list}
+_CLAIM_KEYS = ("statement", "source", "measured", "threshold", "holds")
+
+
+def summary_problem(summary: Any) -> str | None:
+    """What makes a parsed summary.json unusable (not a mapping, a key missing or of the wrong type), or None."""
+    if not isinstance(summary, dict):
+        return f"holds a {type(summary).__name__}, not a mapping"
+    for key, kind in _REQUIRED.items():
+        if not isinstance(summary.get(key), kind):
+            return f"has no {key!r} {kind.__name__}" if key not in summary else f"has a {key!r} that is not a " \
+                f"{kind.__name__}"
+    if not all(isinstance(c, dict) and all(k in c for k in _CLAIM_KEYS) for c in summary["claims"]):
+        return "has a malformed claim"
+    return None
+
+
 def load_run(run_dir: str | Path) -> RunRecord:
     run_dir = Path(run_dir)
     f = run_dir / SUMMARY
     if not f.is_file():
         raise RunRecordError(f"{str(run_dir)!r} holds no {SUMMARY}; pass the folder of a finished run "
                              f"(OUT/<experiment>/<run-id>)")
+    fix = "rerun the experiment (an unreadable run is redone) or delete that folder"
     try:
-        summary = json.loads(f.read_text())
-    except json.JSONDecodeError:
-        raise RunRecordError(f"{str(f)!r} is not valid JSON; rerun the experiment with --force") from None
+        summary = json.loads(f.read_bytes().decode("utf-8"))
+    except OSError as e:
+        raise RunRecordError(f"{str(f)!r} cannot be read ({e.strerror or e}); check its permissions") from None
+    except (UnicodeDecodeError, ValueError, RecursionError):  # binary, not JSON, or absurdly nested
+        raise RunRecordError(f"{str(f)!r} is not valid JSON; {fix}") from None
+    problem = summary_problem(summary)
+    if problem:
+        raise RunRecordError(f"{str(f)!r} {problem}; {fix}")
     return RunRecord(run_dir, summary)
 
 
+@contextmanager
+def run_lock(path: Path, on_wait: Callable[[], None] | None = None, wait: bool = True) -> Iterator[bool]:
+    """Hold an exclusive ``flock`` on ``path`` for the block, waiting for a process that holds it (calling
+    ``on_wait`` first); with ``wait=False`` yield False at once instead. The kernel releases a lock when its process
+    dies, even by SIGKILL, so a lock is never stale; the file is removed on release, so none is left behind."""
+    fd = _acquire(path, on_wait, wait) if fcntl is not None else None  # no flock (Windows): unlocked, as before
+    try:
+        yield fd is not None or fcntl is None
+    finally:
+        if fd is not None and fd >= 0:
+            with suppress(OSError):
+                os.unlink(path)  # while still held: a waiter then sees the path moved on and locks afresh
+            os.close(fd)
+
+
+def _acquire(path: Path, on_wait, wait: bool) -> int | None:
+    """A descriptor holding the lock of the file now at ``path``, None when busy and not ``wait``, -1 when the file
+    system has no locks (some network mounts: run unlocked)."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not wait:
+                os.close(fd)
+                return None
+            if on_wait is not None:
+                on_wait()
+                on_wait = None
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            return -1
+        try:
+            st, now = os.fstat(fd), os.stat(path)
+            if (st.st_ino, st.st_dev) == (now.st_ino, now.st_dev):
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # the holder removed that file on release: lock the current one
+
+
+def _finished(folder: Path) -> bool:
+    try:
+        load_run(folder)
+        return True
+    except RunRecordError:
+        return False
+
+
 class RunWriter:
-    """Writes one run into a hidden staging folder, then publishes it."""
+    """Writes one run into a hidden staging folder, then publishes it. Hold :meth:`locked` around all of it."""
 
     def __init__(self, out: str | Path, experiment_id: str, run_id: str):
         self.final = Path(out) / experiment_id / run_id
         self.stage = self.final.parent / f".{run_id}.partial-{uuid.uuid4().hex[:6]}"
+        self.lock_file = self.final.parent / f".{run_id}.lock"
+
+    def locked(self, on_wait: Callable[[], None] | None = None):
+        """The run id's lock: a second process running the same run waits here, then finds it complete."""
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        return run_lock(self.lock_file, on_wait)
 
     def existing(self) -> RunRecord | None:
-        """The complete run already at the final place, if any."""
+        """The complete run already at the final place, if any (an unreadable one counts as unfinished)."""
         if (self.final / SUMMARY).is_file():
             try:
                 rec = load_run(self.final)
@@ -102,11 +189,18 @@ class RunWriter:
             return rec if rec.ok else None
         return None
 
+    def recover(self) -> None:
+        """Under the lock: repair what a killed run left. A publish cut between its two renames leaves the final
+        folder missing, the new run finished in ``.partial-*`` and the old one in ``.old-*``: the finished new
+        run is put in place (else the old one is restored); every other leftover of this run id is removed. Then
+        the leftovers of the experiment's other run ids, each only when no live process holds its lock."""
+        _recover(self.final)
+        for rid in {p.name[1:].split(".")[0] for p in _debris(self.final.parent)} - {self.final.name}:
+            with run_lock(self.final.parent / f".{rid}.lock", wait=False) as free:
+                if free:
+                    _recover(self.final.parent / rid)
+
     def open(self) -> Path:
-        parent = self.final.parent
-        parent.mkdir(parents=True, exist_ok=True)
-        for stale in parent.glob(f".{self.final.name}.partial-*"):  # debris of a killed run
-            shutil.rmtree(stale, ignore_errors=True)
         (self.stage / "figures").mkdir(parents=True)
         return self.stage
 
@@ -120,16 +214,35 @@ class RunWriter:
     def publish(self, summary: dict[str, Any]) -> RunRecord:
         atomic_write_text(self.stage / SUMMARY, json.dumps(summary, indent=2, default=_json_default))
         old = None
-        if self.final.exists():  # --force, or an incomplete folder from an older layout: keep it until swapped
+        if self.final.exists():  # --force, or an unfinished/unreadable folder: keep it until swapped
             old = self.final.with_name(f".{self.final.name}.old-{uuid.uuid4().hex[:6]}")
             os.replace(self.final, old)
-        os.replace(self.stage, self.final)
+        os.replace(self.stage, self.final)  # a kill between these renames is repaired by recover()
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return load_run(self.final)
 
     def abandon(self) -> None:
         shutil.rmtree(self.stage, ignore_errors=True)
+
+
+def _debris(parent: Path) -> list[Path]:
+    return [p for p in parent.glob(".*") if p.is_dir() and (".partial-" in p.name or ".old-" in p.name)]
+
+
+def _recover(final: Path) -> None:
+    mine = [p for p in _debris(final.parent) if p.name.startswith(f".{final.name}.")]
+    if not _finished(final):
+        new = sorted((p for p in mine if ".partial-" in p.name and _finished(p)), key=lambda p: p.stat().st_mtime)
+        old = [p for p in mine if ".old-" in p.name and _finished(p)]
+        src = (new or old or [None])[-1]
+        if src is not None:
+            if final.exists():  # an unfinished folder of an older layout: replaced, as publish does
+                shutil.rmtree(final, ignore_errors=True)
+            os.replace(src, final)
+    for p in mine:
+        if p.exists():
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def _json_default(o: Any) -> Any:

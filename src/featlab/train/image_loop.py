@@ -24,10 +24,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Literal
@@ -147,30 +146,26 @@ def _diff(a: dict, b: dict) -> str:
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
+    return {kk: vv for k, v in d.items()
+            for kk, vv in (_flatten(v, f"{prefix}{k}.").items() if isinstance(v, dict) else [(f"{prefix}{k}", v)])}
 
 
 def load_checkpoint(path: Path, fingerprint: dict) -> dict | None:
     """The checkpoint at ``path`` if it exists and was written under ``fingerprint``; raise if it is foreign."""
     if not path.is_file():
         return None
-    try:
+    try:  # any malformed file (truncated, not a checkpoint, tampered) is one line, never a traceback
         state = torch.load(path, map_location="cpu", weights_only=True)
+        theirs = json.loads(state["fingerprint"])
+        state["epoch"], state["history"], _ = int(state["epoch"]), list(state["history"]), state["model"]
+        assert isinstance(theirs, dict) and isinstance(state["optimizer"], dict)
     except Exception as e:  # noqa: BLE001
-        raise CheckpointError(f"checkpoint {str(path)!r} is unreadable ({type(e).__name__}); delete it to start "
-                              f"this model afresh") from None
-    theirs = json.loads(state.get("fingerprint", "{}"))
-    if theirs != json.loads(json.dumps(fingerprint, sort_keys=True, default=str)):
-        raise CheckpointError(
-            f"refusing to resume from checkpoint {str(path)!r}: it was written by another config "
-            f"({_diff(_flatten(theirs), _flatten(json.loads(json.dumps(fingerprint, default=str))))}); delete it "
-            f"or choose another checkpoint folder")
+        raise CheckpointError(f"checkpoint {str(path)!r} is unreadable or not a featlab checkpoint "
+                              f"({type(e).__name__}); delete it to start this model afresh") from None
+    if theirs != (ours := json.loads(json.dumps(fingerprint, default=str))):
+        raise CheckpointError(f"refusing to resume from checkpoint {str(path)!r}: it was written by another config "
+                              f"({_diff(_flatten(theirs), _flatten(ours))}); delete it or choose another checkpoint "
+                              f"folder")
     return state
 
 
@@ -213,10 +208,14 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, obj
     res = FitResult(seed=seed, prefix=prefix)
     start = 0
     if ckpt is not None and (state := load_checkpoint(ckpt, json.loads(fp_json))) is not None:
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        if use_amp and state.get("scaler"):
-            scaler.load_state_dict(state["scaler"])
+        try:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+            if use_amp and state.get("scaler"):
+                scaler.load_state_dict(state["scaler"])
+        except Exception as e:  # noqa: BLE001 - tampered: its fingerprint matches, its tensors do not
+            raise CheckpointError(f"checkpoint {str(ckpt)!r} does not fit this model ({type(e).__name__}); delete "
+                                  f"it to start this model afresh") from None
         res.history = list(state["history"])
         start = res.resumed_from = int(state["epoch"])
     steps_per_epoch = math.ceil(n_train / spec.batch_size)
@@ -333,14 +332,19 @@ def load_run_data(ctx) -> ImageData:
 
 @contextmanager
 def run_checkpoints(ctx) -> Iterator[Path]:
-    """The run's checkpoint folder (``checkpoint_dir`` or OUT/<experiment>/.checkpoints/<run-id>), removed (with
-    .checkpoints once empty) when the block completes unless ``keep_checkpoints``. A run that raises (killed,
-    diverged) keeps them, so the same command resumes."""
-    ck = Path(ctx.cfg.checkpoint_dir or ctx.dir.parent / ".checkpoints" / ctx.cfg.digest(ctx.experiment_id))
+    """The run's checkpoint folder: OUT/<experiment>/.checkpoints/<run-id>, or with ``checkpoint_dir`` its own
+    sub-folder ``featlab-<experiment>`` (the user's folder may hold anything: featlab never touches the rest). When
+    the block completes, unless ``keep_checkpoints``, only the checkpoint files featlab writes (``*.pt``, their
+    temporaries) are deleted, then each folder it made if empty. A run that raises keeps them: it resumes."""
+    base = Path(ctx.cfg.checkpoint_dir).expanduser() if ctx.cfg.checkpoint_dir else ctx.dir.parent / ".checkpoints"
+    ck = base / (f"featlab-{ctx.experiment_id}" if ctx.cfg.checkpoint_dir else ctx.cfg.digest(ctx.experiment_id))
+    if ck.exists() and not ck.is_dir():
+        raise ConfigError(f"the 'checkpoint_dir' field: {str(ck)!r} is a file; move it or choose another folder")
+    made = [p for p in (ck, base) if not p.exists()] if ctx.cfg.checkpoint_dir else [ck, base]
     yield ck
     if not ctx.cfg.keep_checkpoints:
-        shutil.rmtree(ck, ignore_errors=True)
-        try:
-            ck.parent.rmdir()
-        except OSError:
-            pass
+        for f in [*ck.glob("*.pt"), *ck.glob(".*.pt.*.tmp")]:
+            f.unlink(missing_ok=True)
+        for folder in made:  # a user's checkpoint_dir that existed before is never removed
+            with suppress(OSError):
+                folder.rmdir()  # only when empty
