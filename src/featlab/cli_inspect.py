@@ -112,8 +112,9 @@ def cmd_runs(a) -> int:
         body = [[r["experiment"], r["run_id"], r["preset"], r["overrides"], r["status"], r["claims_held"], r["date"],
                  fmt_value(r["elapsed_s"])] for r in rows]
         print(table(body, ["experiment", "run id", "preset", "overrides", "status", "claims", "date", "elapsed s"],
-                    [20, 12, 14, 40, 8, 6, 16, 9]))
-        print(f"\n{len(rows)} runs under {a.root}; 'featlab show EXP' reprints the latest run of EXP")
+                    [20, 12, 26, 36, 8, 6, 16, 9]))
+        print(f"\n{len(rows)} run{'s' if len(rows) != 1 else ''} under {a.root}; 'featlab show EXP' reprints the "
+              f"latest run of EXP, 'featlab report {a.root}' writes a page of them")
     for d, why in runs.problems:
         print(f"featlab: note: {why}", file=sys.stderr)
     return 0

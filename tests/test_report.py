@@ -1,0 +1,138 @@
+"""featlab report and the end of featlab reproduce, on a toy paper whose experiments take milliseconds: one that
+runs (a claim that holds, one that fails, a figure, a note, a control), one whose dataset is missing, and one
+whose quick preset is a smoke test."""
+
+import json
+import re
+
+import pytest
+from pydantic import Field
+
+from featlab.cli import main
+from featlab.config import ExperimentConfig
+from featlab.errors import DataError
+from featlab.report.plots import subplots
+from featlab.report.summary import build
+from featlab.runs import registry
+from featlab.runs.claims import AtLeast, Claim, Control
+
+
+class ToyConfig(ExperimentConfig):
+    score: float = Field(0.95, description="the measured score (the toy's whole experiment)")
+    data_root: str = Field("data", description="where the toy's dataset would be")
+    smoke: bool = Field(False, description="pipeline check only")
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_PAPERS", dict(registry._PAPERS))
+    registry.list_experiments()  # featlab's own papers first
+    registry.register_paper("toy-repro", "Toy paper (tests)", "toyr")
+    common = dict(paper="toy-repro", config=ToyConfig)
+
+    @registry.experiment("toyr-data", reference="Table 1", summary="needs a dataset", **common,
+                         presets={"quick": {}, "paper": {}})
+    def needs_data(ctx):
+        raise DataError(f"no toy dataset under {ctx.cfg.data_root!r}; put toy.bin there")
+
+    @registry.experiment("toyr-ok", reference="Fig 1, Thm 1", summary="the score is high", **common,
+                         presets={"quick": {"seeds": 1}, "paper": {"seeds": 2}, "cpu-long": {"seeds": 3}},
+                         claims=[Claim("toyr.high", "score is high", "Thm 1", AtLeast(lo=0.9)),
+                                 Claim("toyr.higher", "score exceeds 2", "Thm 2", AtLeast(lo=2.0))],
+                         controls=[Control("null", {"score": 0.1}, "the null setting")])
+    def ok(ctx):
+        fig, ax = subplots(figsize=(3, 2))
+        ax.plot([0, 1], [0, ctx.cfg.score])
+        ctx.figure(fig, "scores")
+        ctx.claim("toyr.high", ctx.cfg.score, paper_value=0.97)
+        ctx.claim("toyr.higher", ctx.cfg.score)
+        ctx.notes.append("toyr.higher does not reproduce: the toy's score is below 1 by construction")
+
+    @registry.experiment("toyr-smoke", reference="Fig 2", summary="GPU only", **common,
+                         presets={"quick": {"smoke": True}, "paper": {}})
+    def smoke(ctx):
+        raise AssertionError("a smoke preset must not run in reproduce")
+
+    return registry
+
+
+def test_reproduce_goes_on_past_a_missing_dataset_and_ends_with_a_summary_and_a_report(toy, out, capsys):
+    code = main(["reproduce", "toy-repro", "score=0.95", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 1  # one experiment could not run; the others did
+    tail = text[text.index("Toy paper"):]
+    assert "Toy paper (tests): 1/2 claims hold (1 of 3 experiments run)" in tail
+    assert re.search(r"✗ toyr-ok toyr\.higher: measured 0\.95, needs >= 2 — try: featlab run toyr-ok --preset "
+                     r"cpu-long", tail)
+    assert "toyr-data: could not run: no toy dataset under 'data'; put toy.bin there" in tail
+    assert "toyr-smoke: not run here: needs data and a GPU" in tail
+    assert len(tail.splitlines()) < 15  # a summary, not a table of every claim
+    html, md = out / "report.html", out / "report.md"
+    assert f"report: {html} and {md}" in tail
+    page = html.read_text(encoding="utf-8")
+    for needle in ["toyr.high", "toyr.higher", "could not run", "needs data and a GPU", "0.97", "does not reproduce"]:
+        assert needle in page
+    assert json.loads((out / "reproduce.json").read_text())["not_run"].keys() == {"toyr-data", "toyr-smoke"}
+
+
+def test_reproduce_rejects_an_override_no_experiment_has_before_running(toy, out, capsys):
+    assert main(["reproduce", "toy-repro", "nope=1", "--out", str(out)]) == 2
+    assert "no experiment of this reproduction has a field 'nope'" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["reproduce", "no-such-paper", "--out", str(out)]) == 2
+
+
+def test_report_is_self_contained_with_claims_controls_diff_and_provenance(toy, out, capsys):
+    import featlab
+
+    main_run = featlab.run("toyr-ok", out=out, score=0.95)
+    featlab.run("toyr-ok", out=out, score=0.95, control="null")
+    assert main(["report", str(out), "--paper", "toy-repro"]) == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<script" not in page and not re.search(r"(src|href)=\"https?:", page)  # no network, no JavaScript
+    assert page.count("data:image/png;base64,") == len(main_run.figures)
+    assert "null: 0.1" in page and "fails, as it should" in page  # the control's value beside the claim
+    assert "Does it reproduce?" in page and "1/2" in page
+    assert "<code>cpu-long</code>: toyr-ok" in page  # presets never run
+    for k in ("featlab", "python", "torch", "device", "date", "elapsed"):  # command: only for CLI runs
+        assert f"<td>{k}</td>" in page
+    md = (out / "report.md").read_text(encoding="utf-8")
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert links and all((out / link).is_file() for link in links)  # figures beside the Markdown file
+    assert "| `toyr.higher` |" in md and "✗ fails" in md
+
+
+def test_report_shows_the_latest_run_by_default_and_every_run_with_all(toy, out, tmp_path):
+    import featlab
+
+    a = featlab.run("toyr-ok", out=out, score=0.95)
+    b = featlab.run("toyr-ok", out=out, score=0.5, seed=1)
+    (b.dir / "summary.json").touch()  # newest
+    latest = build(out, "toy-repro")
+    ev = next(e for e in latest.papers[0].experiments if e.id == "toyr-ok")
+    assert [r.rec.dir for r in ev.runs] == [b.dir]
+    assert ("score", 0.95, 0.5) in ev.runs[0].diff and ("seed", 0, 1) in ev.runs[0].diff
+    every = build(out, "toy-repro", all_runs=True)
+    assert {r.rec.dir for e in every.papers[0].experiments for r in e.runs} == {a.dir, b.dir}
+    dest = tmp_path / "elsewhere" / "r.html"
+    assert main(["report", str(out), "--all", "--out", str(dest)]) == 0
+    assert dest.is_file() and dest.with_suffix(".md").is_file() and a.dir.name in dest.read_text(encoding="utf-8")
+
+
+def test_report_lists_unreadable_runs_and_rejects_bad_input(toy, out, capsys):
+    import featlab
+
+    featlab.run("toyr-ok", out=out)
+    broken = out / "toyr-ok" / "0123456789ab"
+    broken.mkdir(parents=True)
+    (broken / "summary.json").write_bytes(b"\x00\xff not json")
+    rep = build(out, "toy-repro")
+    assert [p for p, _ in rep.problems] == [str(broken)]
+    assert main(["report", str(out)]) == 0
+    assert "0123456789ab" in (out / "report.html").read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(out / "missing")]) == 2
+    assert main(["report", str(out), "--paper", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(e.startswith("featlab: error: ") for e in err)
