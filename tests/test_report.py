@@ -25,9 +25,9 @@ class ToyConfig(ExperimentConfig):
 
 @pytest.fixture
 def toy(monkeypatch):
+    registry.list_experiments()  # featlab's own papers first, into the real registry (they register once)
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
     monkeypatch.setattr(registry, "_PAPERS", dict(registry._PAPERS))
-    registry.list_experiments()  # featlab's own papers first
     registry.register_paper("toy-repro", "Toy paper (tests)", "toyr")
     common = dict(paper="toy-repro", config=ToyConfig)
 

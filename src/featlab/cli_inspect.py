@@ -151,9 +151,8 @@ def compare(a_rec, b_rec) -> dict[str, Any]:
     claims = [{"id": i, "a": cla.get(i, {}).get("holds"), "b": clb.get(i, {}).get("holds"),
                "a_measured": cla.get(i, {}).get("measured"), "b_measured": clb.get(i, {}).get("measured")}
               for i in dict.fromkeys([*cla, *clb]) if cla.get(i, {}).get("holds") != clb.get(i, {}).get("holds")]
-    return {"a": {"dir": str(a_rec.dir), "claims_held": "%d/%d" % claims_held(a_rec), "overrides": overrides_text(a_rec)},
-            "b": {"dir": str(b_rec.dir), "claims_held": "%d/%d" % claims_held(b_rec), "overrides": overrides_text(b_rec)},
-            "config": config, "metrics": metrics, "claims_changed": claims}
+    side = lambda r: {"dir": str(r.dir), "claims_held": "%d/%d" % claims_held(r), "overrides": overrides_text(r)}  # noqa
+    return {"a": side(a_rec), "b": side(b_rec), "config": config, "metrics": metrics, "claims_changed": claims}
 
 
 def cmd_compare(a) -> int:

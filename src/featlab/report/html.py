@@ -90,7 +90,8 @@ def _first_screen(report: Report) -> str:
 
 def _claims(rv: RunView) -> str:
     if not rv.claims:
-        return "<p class='muted'>No claims judged in this run (a pipeline check: it draws figures and records metrics).</p>"
+        return ("<p class='muted'>No claims judged in this run (a pipeline check: it draws figures and records "
+                "metrics).</p>")
     with_ctl = any(c.controls for c in rv.claims)
     with_paper = any(c.paper_value is not None for c in rv.claims)
     rows = []
@@ -104,8 +105,8 @@ def _claims(rv: RunView) -> str:
                                       else '<span class="ok">fails, as it should</span>')
                                    for n, m, h in c.controls) or "—")
         rows.append(row)
-    header = ["id", "claim", "paper ref"] + (["paper's value"] if with_paper else []) + ["measured", "threshold",
-                                                                                         "verdict"]
+    header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "threshold",
+              "verdict"]
     return _table(header + (["control"] if with_ctl else []), rows, {3, 4} if with_paper else {3})
 
 

@@ -54,8 +54,8 @@ def _claims(rv: RunView) -> list[str]:
             row.append("; ".join(f"{n}: {fmt_value(m)} ({'holds: a defect' if h else 'fails, as it should'})"
                                  for n, m, h in c.controls) or "—")
         rows.append(row)
-    header = ["id", "claim", "paper ref"] + (["paper's value"] if with_paper else []) + ["measured", "threshold",
-                                                                                         "verdict"]
+    header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "threshold",
+              "verdict"]
     return _table(header + (["control"] if with_ctl else []), rows)
 
 
@@ -93,8 +93,9 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
         held, total = pv.held
         never = "; ".join(f"{p}: {', '.join(ids)}" for p, ids in pv.never_run()) or "—"
         missing = ", ".join(e.id + (" (needs data and a GPU)" if "GPU" in e.not_run else "") for e in pv.missing)
-        rows.append([pv.title, f"{held}/{total}", f"{sum(bool(e.runs) for e in pv.experiments)}/{len(pv.experiments)}",
-                     missing or "—", ", ".join(e.id for e in pv.failed) or "—", never])
+        ran = sum(bool(e.runs) for e in pv.experiments)
+        failed = ", ".join(e.id for e in pv.failed)
+        rows.append([pv.title, f"{held}/{total}", f"{ran}/{len(pv.experiments)}", missing or "—", failed or "—", never])
     out += _table(["paper", "claims held", "experiments run", "runs missing", "runs failed", "presets never run"], rows)
     if report.problems:
         out += ["Unreadable run folders (not in this report):", "", *(f"- `{p}`: {w}" for p, w in report.problems), ""]
