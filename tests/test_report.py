@@ -136,3 +136,11 @@ def test_report_lists_unreadable_runs_and_rejects_bad_input(toy, out, capsys):
     assert main(["report", str(out), "--paper", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(e.startswith("featlab: error: ") for e in err)
+
+
+def test_collect_provenance_names_date_device_and_commit():
+    from featlab.report.records import collect_provenance
+
+    p = collect_provenance("cpu")
+    assert p["device"].startswith("cpu") and p["date"][:2] == "20"
+    assert set(p) <= {"date", "device", "git_commit"}  # git_commit only when run from a checkout
