@@ -80,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", default="quick", help="quick (CPU, about a minute; default) or paper")
+    p.add_argument("--preset", default="quick", help="quick (CPU, about a minute per experiment; default) or paper")
     p.add_argument("--out", default="runs", help="output folder (default ./runs)")
     p.add_argument("--force", action="store_true", help="retrain even if an identical complete run exists")
     p.add_argument("--strict", action="store_true", help="exit 1 when a claim does not hold")

@@ -52,10 +52,11 @@ def _img(path: Path, caption: str) -> str:
 
 def _table(header: list[str], rows: list[list[str]], num: set[int] = frozenset()) -> str:
     """Cells are trusted HTML (callers escape what they put in)."""
-    head = "".join(f"<th>{h}</th>" for h in header)
+    head = "".join(f"<th>{h}</th>" for h in header) if any(header) else ""
     body = "".join("<tr>" + "".join(f'<td class="num">{c}</td>' if i in num else f"<td>{c}</td>"
                                     for i, c in enumerate(r)) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    thead = f"<thead><tr>{head}</tr></thead>" if head else ""
+    return f"<table>{thead}<tbody>{body}</tbody></table>"
 
 
 def _first_screen(report: Report) -> str:
@@ -125,7 +126,7 @@ def _run(ev: ExpView, rv: RunView) -> str:
         out.append(_img(f, f"{ev.id}: {f.stem}"))
     notes = [n for n in s.get("notes") or [] if str(n).strip()]
     if notes:
-        out.append("<h4>Notes (what does not reproduce, and why)</h4><ul class='notes'>"
+        out.append("<h4>Notes (assumptions in force, what does not reproduce and why)</h4><ul class='notes'>"
                    + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
     out.append("<h4>Config: changes from the preset</h4>")
     if rv.diff:

@@ -72,7 +72,7 @@ def _run(ev: ExpView, rv: RunView, figs: _Figures) -> list[str]:
         out += [f"![{ev.id}: {f.stem}]({link})" if link else f"*figure missing: {f}*", ""]
     notes = [n for n in s.get("notes") or [] if str(n).strip()]
     if notes:
-        out += ["Notes (what does not reproduce, and why):", "", *(f"- {n}" for n in notes), ""]
+        out += ["Notes (assumptions in force, what does not reproduce and why):", "", *(f"- {n}" for n in notes), ""]
     if rv.diff:
         out += ["Config, changes from the preset:", "",
                 *_table(["field", f"preset {s.get('preset', '?')}", "this run"],
