@@ -141,17 +141,23 @@ def compare(a_rec, b_rec) -> dict[str, Any]:
     metrics = []
     for k in ma:
         x, y = ma.get(k), mb.get(k)
-        if k in mb and isinstance(x, (int, float)) and isinstance(y, (int, float)) and x != y:
-            rel = (y - x) / abs(x) if x not in (0, 0.0) else None
-            metrics.append({"metric": k, "a": x, "b": y, "delta": y - x, "relative": rel})
-    metrics.sort(key=lambda r: -abs(r["relative"]) if r["relative"] is not None and r["relative"] == r["relative"]
-                 else -float("inf"))
+        if k not in mb or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y)):
+            continue
+        if x == y or (x != x and y != y):  # unchanged (nan on both sides included)
+            continue
+        rel = (y - x) / abs(x) if x != 0 and x == x else None
+        metrics.append({"metric": k, "a": x, "b": y, "delta": y - x, "relative": rel})
+    # largest relative change first; a change from 0 or nan has no relative size and goes first too
+    metrics.sort(key=lambda r: -float("inf") if r["relative"] is None else -abs(r["relative"]))
     cla = {c["id"]: c for c in a_rec.claims}
     clb = {c["id"]: c for c in b_rec.claims}
     claims = [{"id": i, "a": cla.get(i, {}).get("holds"), "b": clb.get(i, {}).get("holds"),
                "a_measured": cla.get(i, {}).get("measured"), "b_measured": clb.get(i, {}).get("measured")}
               for i in dict.fromkeys([*cla, *clb]) if cla.get(i, {}).get("holds") != clb.get(i, {}).get("holds")]
-    side = lambda r: {"dir": str(r.dir), "claims_held": "%d/%d" % claims_held(r), "overrides": overrides_text(r)}  # noqa
+
+    def side(r):
+        return {"dir": str(r.dir), "claims_held": "%d/%d" % claims_held(r), "overrides": overrides_text(r)}
+
     return {"a": side(a_rec), "b": side(b_rec), "config": config, "metrics": metrics, "claims_changed": claims}
 
 

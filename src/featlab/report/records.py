@@ -188,7 +188,7 @@ def collect_provenance(device: Any = None) -> dict[str, str]:
     try:
         git = lambda *a: subprocess.run(["git", *a], cwd=here, capture_output=True, text=True, timeout=5)  # noqa
         head = git("rev-parse", "--short=12", "HEAD")
-        tracked = git("ls-files", "--error-unmatch", Path(__file__).name)  # featlab's checkout, not a repo around a venv
+        tracked = git("ls-files", "--error-unmatch", Path(__file__).name)  # featlab's own checkout, not any repo
         if head.returncode == 0 and tracked.returncode == 0:
             dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
             commit = head.stdout.strip() + ("+dirty" if dirty else "")
