@@ -24,15 +24,20 @@ BIG_INT_MAX = 10**30  # fields in BIG_INTS (a dimension that only scales a simul
 STEP_FIELDS = ("T", "steps", "epochs")  # plus every field ending in "_steps": iteration counts of the run
 
 
+REPLICA_BYTES = 32 * 1024  # per replica beyond its data (generators, per-replica objects), measured on fa-synthetic
+
+
 @dataclass
 class Need:
-    """One term of what a run needs, estimated before anything is allocated: ``bytes`` held at once and ``flops``
-    of work, ``what`` in words, and the ``fields`` a user lowers to shrink it (named in a refusal)."""
+    """One term of what a run needs, estimated before anything is allocated: ``bytes`` held at once, ``flops`` of
+    work and ``steps`` (iterations, each paying a fixed launch cost), ``what`` in words, and the ``fields`` a user
+    lowers to shrink it (named in a refusal)."""
 
     what: str
     fields: tuple[str, ...]
     bytes: float = 0.0
     flops: float = 0.0
+    steps: float = 0.0
 
 
 def _allows(annotation: Any, kind: type) -> bool:
@@ -78,13 +83,14 @@ class ExperimentConfig(BaseModel):
 
     # ----------------------------------------------------------------------------------------------
     def estimate(self) -> list[Need]:
-        """Rough *lower bounds* of the memory and work this run needs, checked before it starts: ``featlab run``
+        """Rough estimates of the memory and work this run needs, checked before it starts: ``featlab run``
         refuses a run whose memory exceeds what the machine has available, or whose work would take months.
 
-        The default covers configs whose data are ``seeds × points × d`` tensors (fields ``n``, ``n_test``, ``d``)
-        trained for the step fields (``T``, ``steps``, ``epochs``, ``*_steps``). An experiment adds its own terms
-        (attack batches, all-pairs chunks) by overriding this; one that simulates in reduced coordinates (where d
-        is only a scale) overrides it to leave d out."""
+        The default covers configs whose data are ``seeds × points × d`` tensors (fields ``n``, ``n_test``, ``d``),
+        held about twice (drawn, then cast and moved; measured on fa-synthetic), trained for the step fields (``T``,
+        ``steps``, ``epochs``, ``*_steps``; work is a lower bound). An experiment adds its own terms (attack batches,
+        all-pairs chunks) by overriding this and extending ``super().estimate()``; one that simulates in reduced
+        coordinates (where d is only a scale) overrides it to leave d out."""
         f = type(self).model_fields
         if "d" not in f or "n" not in f:
             return []
@@ -92,13 +98,14 @@ class ExperimentConfig(BaseModel):
         points = int(self.n) + int(getattr(self, "n_test", 0) or 0)
         item = 8 if self.dtype == "float64" else 4
         sized = ("seeds", "n", "n_test", "d") if "n_test" in f else ("seeds", "n", "d")
-        needs = [Need(f"{E} × {points} × {d} × {item} B of data", sized, bytes=float(E) * points * d * item)]
+        needs = [Need(f"{E} replicas × {points} points × d={d}, {item}-byte floats, held twice", sized,
+                      bytes=float(E) * (2.0 * points * d * item + REPLICA_BYTES))]
         steps = [k for k in f if k in STEP_FIELDS or k.endswith("_steps")]
         steps = sorted((k for k in steps if isinstance(getattr(self, k), int)), key=lambda k: -getattr(self, k))
         if steps:
             n_steps = sum(int(getattr(self, k)) for k in steps)
             needs.append(Need(f"{n_steps} steps over {E} × {points} × {d} data", tuple(steps),
-                              flops=2.0 * E * points * d * n_steps))
+                              flops=2.0 * E * points * d * n_steps, steps=n_steps))
         return needs
 
     def seed_list(self) -> list[int]:
@@ -172,6 +179,8 @@ def _describe(err: Mapping[str, Any]) -> str:
         op = {"greater_than_equal": ">=", "greater_than": ">", "less_than": "<", "less_than_equal": "<="}[err["type"]]
         bound = next(iter(ctx.values()), "?")
         return f"must be {op} {bound}"
+    if err.get("type") == "finite_number":
+        return "must be a finite number (not inf or nan)"
     if err.get("type") == "literal_error":
         return f"must be {msg}"
     if err.get("type", "").endswith("_parsing") or err.get("type", "").endswith("_type"):

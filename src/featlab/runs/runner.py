@@ -20,8 +20,9 @@ from .context import RunContext
 from .store import RunRecord, RunWriter
 from .registry import get_experiment
 
-_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
-FLOP_RATE = 1e12  # optimistic FLOP/s (several times this machine's peak): work estimates stay lower bounds
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # a full or read-only disk while writing
+FLOP_RATE = 1e12  # optimistic FLOP/s (several times a CPU's peak) and per-step cost: work estimates are lower bounds
+STEP_S = 2e-5  # a training or attack step is a few tensor ops, each several microseconds at least
 WARN_S, REFUSE_S = 86_400.0, 30 * 86_400.0  # warn above a day of work, refuse above a month
 
 
@@ -89,16 +90,16 @@ def available_memory(device: str) -> float | None:
 
 def check_resources(experiment_id: str, cfg, quiet: bool = False) -> None:
     """Refuse (one line, exit 2) a run whose estimated memory exceeds what is available, or whose estimated work
-    exceeds a month; warn when it exceeds a day. Estimates are lower bounds, so a refusal is never a guess."""
+    exceeds a month; warn when it exceeds a day. Work estimates are lower bounds: a refusal is never a guess."""
     needs = cfg.estimate() if hasattr(cfg, "estimate") else []
     mem, avail = sum(n.bytes for n in needs), available_memory(cfg.device)
     if needs and avail is not None and mem > avail:
         big = max(needs, key=lambda n: n.bytes)
-        raise ConfigError(f"{experiment_id} needs at least {_size(mem)} of memory ({big.what}) but {_size(avail)} "
+        raise ConfigError(f"{experiment_id} needs about {_size(mem)} of memory ({big.what}) but {_size(avail)} "
                           f"is available; lower {_fields(cfg, big.fields)}")
-    secs = sum(n.flops for n in needs) / FLOP_RATE
+    secs = sum(n.flops / FLOP_RATE + n.steps * STEP_S for n in needs)
     if secs > WARN_S:
-        big = max(needs, key=lambda n: n.flops)
+        big = max(needs, key=lambda n: n.flops / FLOP_RATE + n.steps * STEP_S)
         text = f"{experiment_id} would take at least {secs / 86_400:.3g} days ({big.what}); lower " \
                f"{_fields(cfg, big.fields)}"
         if secs > REFUSE_S:
@@ -131,6 +132,11 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     run_id = cfg.digest(exp.id)
     preflight(exp, cfg, out, quiet=quiet)  # every user mistake is refused here, before anything is written
     writer = RunWriter(out, exp.id, run_id)
+    try:  # the first write: a folder that cannot be made (a read-only or virtual file system) is one line
+        writer.final.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--out: cannot create {str(writer.final.parent)!r} ({e.strerror}); pass a folder you can "
+                          f"write to") from None
     try:
         with writer.locked(on_wait=None if quiet else lambda: print(
                 f"featlab: another process is running {exp.id}/{run_id} into this folder; waiting for it to finish",

@@ -217,7 +217,12 @@ class RunWriter:
         if self.final.exists():  # --force, or an unfinished/unreadable folder: keep it until swapped
             old = self.final.with_name(f".{self.final.name}.old-{uuid.uuid4().hex[:6]}")
             os.replace(self.final, old)
-        os.replace(self.stage, self.final)  # a kill between these renames is repaired by recover()
+        try:
+            os.replace(self.stage, self.final)  # a SIGKILL between these renames is repaired by recover()
+        except BaseException:  # interrupted (Ctrl-C) or failed here: the old run goes back in place at once
+            if old is not None:
+                os.replace(old, self.final)
+            raise
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return load_run(self.final)
