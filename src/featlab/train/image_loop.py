@@ -141,8 +141,7 @@ def _diff(a: dict, b: dict) -> str:
     k = diffs[0]
     shown = k.removeprefix("fingerprint.").removeprefix("config.")
     more = [d for d in diffs[1:] if not d.startswith("spec.")]  # spec.* repeats the config's training fields
-    extra = f" (and {len(more)} more)" if more else ""
-    return f"field {shown!r} is {a.get(k)!r} there and {b.get(k)!r} here{extra}"
+    return f"field {shown!r} is {a.get(k)!r} there and {b.get(k)!r} here" + (f" (and {len(more)} more)" if more else "")
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -158,7 +157,8 @@ def load_checkpoint(path: Path, fingerprint: dict) -> dict | None:
         state = torch.load(path, map_location="cpu", weights_only=True)
         theirs = json.loads(state["fingerprint"])
         state["epoch"], state["history"], _ = int(state["epoch"]), list(state["history"]), state["model"]
-        assert isinstance(theirs, dict) and isinstance(state["optimizer"], dict)
+        if not (isinstance(theirs, dict) and isinstance(state["optimizer"], dict)):
+            raise TypeError("not a featlab checkpoint")
     except Exception as e:  # noqa: BLE001
         raise CheckpointError(f"checkpoint {str(path)!r} is unreadable or not a featlab checkpoint "
                               f"({type(e).__name__}); delete it to start this model afresh") from None
