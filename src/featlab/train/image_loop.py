@@ -340,7 +340,7 @@ def run_checkpoints(ctx) -> Iterator[Path]:
     ck = base / (f"featlab-{ctx.experiment_id}" if ctx.cfg.checkpoint_dir else ctx.cfg.digest(ctx.experiment_id))
     if ck.exists() and not ck.is_dir():
         raise ConfigError(f"the 'checkpoint_dir' field: {str(ck)!r} is a file; move it or choose another folder")
-    made = [p for p in (ck, base) if not p.exists()] if ctx.cfg.checkpoint_dir else [ck, base]
+    made = [ck, *(p for p in ck.parents if not p.exists())] if ctx.cfg.checkpoint_dir else [ck, base]
     yield ck
     if not ctx.cfg.keep_checkpoints:
         for f in [*ck.glob("*.pt"), *ck.glob(".*.pt.*.tmp")]:
