@@ -218,3 +218,24 @@ def test_killed_image_run_keeps_its_checkpoint_and_resumes_identically(out, tmp_
     straight = featlab.run("mm-spurious-digits", out=tmp_path / "other", quiet=True, **IMG)
     assert resumed.ok and resumed.summary["metrics"] == straight.summary["metrics"]
     assert not own.parent.exists() and {p: p.read_bytes() for p in ck.rglob("*") if p.is_file()} == mine
+
+
+def test_sweep_killed_half_way_resumes_where_it_stopped(out, monkeypatch):
+    from featlab.runs.sweep import sweep
+
+    trained = []
+
+    def fn(ctx):
+        if ctx.cfg.seed == 1 and not trained.count(1):
+            trained.append(1)
+            raise KeyboardInterrupt  # killed on the second point
+        trained.append(ctx.cfg.seed)
+        ctx.metric("x", float(ctx.cfg.seed))
+
+    stand_in(monkeypatch, fn)
+    args = [f"{k}={v}" for k, v in KW.items()]
+    with pytest.raises(KeyboardInterrupt):
+        sweep("fa-synthetic", [*args, "seed=0,1"], out=out, progress=False, save=False)
+    df = sweep("fa-synthetic", [*args, "seed=0,1"], out=out, progress=False, save=False)
+    assert trained == [0, 1, 1] and list(df["x"]) == [0.0, 1.0] and list(df["status"]) == ["complete"] * 2
+    assert leftovers(out) == []
