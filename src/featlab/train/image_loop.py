@@ -300,7 +300,7 @@ class ImageTrainFields(ExperimentConfig):
     weight_decay: float = Field(0.0, ge=0, description="L2 weight decay")
     schedule: Literal["none", "cosine"] = Field("none", description="learning-rate schedule (per epoch)")
     eval_batch: int = Field(1000, ge=1, description="batch size of evaluation and attacks")
-    checkpoint_dir: str | None = Field(None, description="where per-epoch checkpoints go (default: beside the runs)")
+    checkpoint_dir: str | None = Field(None, description="checkpoints go into its sub-folder featlab-<experiment>")
     keep_checkpoints: bool = Field(False, description="keep the final checkpoints (trained weights) after the run")
     cpu_threads: int | None = Field(None, ge=1, description="torch CPU threads while this experiment runs (None: "
                                     "leave as is; 1 is fastest for the small CNN on a shared CPU)")
