@@ -58,7 +58,7 @@ def test_bad_config_names_the_field(override, words):
     (["run", "fa-synthetic", "nokey"], ["key=value"]),
     (["run", "fa-synthetic", "--preset", "huge"], ["no preset 'huge'"]),
     (["run", "fa-synthetic", "--config", "/nonexistent/x.yaml"], ["does not exist"]),
-    (["show", "/nonexistent/run"], ["summary.json"]),
+    (["show", "/nonexistent/run"], ["/nonexistent/run", "featlab runs"]),
     (["run", "fa-ablation-n", "pgd_steps=3"], ["unknown field 'pgd_steps'", "values"]),  # a field it never reads
     (["claims", "fa-synthtic"], ["unknown experiment"]),
 ])

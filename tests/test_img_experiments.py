@@ -40,7 +40,7 @@ def test_mm_resumes_from_checkpoints(out, tmp_path):
     ck = tmp_path / "ck"
     kw = dict(TINY_MM, seeds=1, methods=["erm"], checkpoint_dir=str(ck), keep_checkpoints=True)
     rec = featlab.run("mm-spurious-digits", "quick", out=out, quiet=True, **kw)
-    state = torch.load(ck / "erm-seed0.pt", weights_only=True)
+    state = torch.load(ck / "featlab-mm-spurious-digits" / "erm-seed0.pt", weights_only=True)
     assert state["epoch"] == 2
     # a second run with force reuses the finished checkpoint: same numbers, no training
     rec2 = featlab.run("mm-spurious-digits", "quick", out=out, quiet=True, force=True, **kw)
@@ -91,12 +91,12 @@ def test_foreign_checkpoint_refused_and_kept(tmp_path, capsys):
     common = ["--out", str(tmp_path / "runs"), f"checkpoint_dir={ck}", "keep_checkpoints=true", "seeds=1",
               "methods=[erm]", "epochs=1", "width=4", "batch_size=300"]
     assert main(["run", "mm-spurious-digits", *common]) == 0
-    before = (ck / "erm-seed0.pt").read_bytes()
+    before = (ck / "featlab-mm-spurious-digits" / "erm-seed0.pt").read_bytes()
     capsys.readouterr()
     rc = main(["run", "mm-spurious-digits", *common, "lr=0.01"])
     err = capsys.readouterr().err
     assert rc == 2 and "refusing to resume" in err and "field 'lr' is 0.003 there and 0.01 here)" in err
-    assert (ck / "erm-seed0.pt").read_bytes() == before
+    assert (ck / "featlab-mm-spurious-digits" / "erm-seed0.pt").read_bytes() == before
 
 
 # ------------------------------------------------------------------------------------------ fa-embeddings
