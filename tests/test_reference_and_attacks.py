@@ -12,6 +12,7 @@ from featlab.papers.feature_averaging import measures as al
 from featlab.papers.feature_averaging import attacks
 from featlab.probes.robustness import (correct, critical_radius, direction_attack, pgd_l2, random_in_ball,
                                        robust_accuracy_curve, worst_case)
+from featlab.utils import generator
 
 K, D = 10, 800
 
@@ -66,10 +67,8 @@ def test_worst_case_ensemble_breaks_the_fa_network_just_past_sqrt_d_over_k():
     f = reference.feature_averaging(dist)
     r0 = math.sqrt(d / K)
     radii = [0.0, 0.6 * r0, 1.2 * r0]
-    pgd = dict(steps=20, step_size_factor=2.5, random_start=True, restarts=1,
-               generator=torch.Generator().manual_seed(0))
-    masks = attacks.ensemble(lambda x: f(x), attacks.softplus_surrogate(f, te.x, 1.0), dist, te, radii,
-                             attacks.ATTACKS, pgd)
+    pgd = dict(steps=20, step_size_factor=2.5, random_start_=True, restarts=1, generators=[generator(0, "attack")])
+    masks = attacks.ensemble(attacks.target(f, te.x, 1.0), dist, te, radii, attacks.ATTACKS, pgd)
     acc = {a: m.double().mean(-1) for a, m in masks.items()}  # (R, E)
     worst = worst_case(masks).double().mean(-1)
     assert worst[0].min() > 0.99 and worst[1].min() > 0.9

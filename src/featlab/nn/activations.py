@@ -71,6 +71,12 @@ class SmoothedReLU:
     def __call__(self, z: torch.Tensor) -> torch.Tensor:
         return smoothed_relu(z, self.alpha, self.rho)
 
+    def value_and_grad(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ReLU~(z), ReLU~'(z)) in one pass, without autograd (for hand-written backward passes)."""
+        u = z.clamp(0, self.rho).div_(self.rho)
+        q = _int_pow(u, self.alpha - 1) if self.alpha != 1 else (z > 0).to(z.dtype)
+        return (z - self.rho).clamp_(min=0).addcmul_(u, q, value=self.rho / self.alpha), q
+
     def __repr__(self) -> str:
         return f"SmoothedReLU(alpha={self.alpha:g}, rho={self.rho:g})"
 

@@ -110,9 +110,14 @@ class EnsembleTwoLayer(nn.Module):
         h = self.activation(self.preactivation(x, shared))
         return h.sum(dim=2) if h.dim() == 4 else h
 
-    def forward(self, x: torch.Tensor, shared: bool | None = None) -> torch.Tensor:
-        out = self.features(x, shared) @ self.A  # (E, n, out)
+    def head(self, z: torch.Tensor) -> torch.Tensor:
+        """The output from pre-activations z (E, n, [P,] M): A^T Σ_p φ(z_p), squeezed like forward."""
+        h = self.activation(z)
+        out = (h.sum(dim=2) if h.dim() == 4 else h) @ self.A
         return out.squeeze(-1) if self.squeeze else out
+
+    def forward(self, x: torch.Tensor, shared: bool | None = None) -> torch.Tensor:
+        return self.head(self.preactivation(x, shared))
 
     def replica(self, i: int) -> "EnsembleTwoLayer":
         """A detached copy holding replica i alone (E = 1)."""

@@ -2,7 +2,8 @@
 
 Robust accuracy is the worst case, point by point, over:
 
-* ``pgd``: ℓ2 PGD on the margin (random start, restarts);
+* ``pgd``: ℓ2 PGD on the margin (random start, restarts), run exactly in the span of the first-layer weights
+  (:mod:`featlab.probes.subspace`: the same iterates as dense PGD at O(M) per point and step);
 * ``pgd_softplus``: ℓ2 PGD whose ascent direction is the margin of the same net with ReLU replaced by a softplus
   (temperature ``softplus_temperature`` × the RMS pre-activation at the test points): a ReLU unit inactive at x
   passes no gradient, so margin PGD never sees the other class's neurons — the masking that leaves 15 % of the
@@ -18,16 +19,34 @@ attacker that knows the data model); every radius' perturbation lies in the ball
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
-from ...nn.twolayer import EnsembleTwoLayer
-from ...probes.robustness import (direction_masks, lipschitz_certificate, robust_masks, transition_radii,
-                                  worst_case)
+from ...nn.twolayer import EnsembleTwoLayer, logit_margin_readout
+from ...probes.robustness import lipschitz_certificate, transition_radii, worst_case
+from ...probes.subspace import LinearHead, subspace_direction_masks, subspace_masks
 
 ATTACKS = ("pgd", "pgd_softplus", "avgdir", "centre", "midpoint")
 PGD_ATTACKS = ("pgd", "pgd_softplus")
+
+
+class Target(NamedTuple):
+    """One attacked net: its dense score (judges every success), the score as head(x Wᵀ + b) for subspace PGD,
+    and the softplus surrogate's head (pgd_softplus's ascent direction)."""
+    score: Callable
+    lin: LinearHead
+    surrogate_head: Callable
+
+
+def target(net: EnsembleTwoLayer, x: torch.Tensor, temperature: float, positive=None) -> Target:
+    """The binary net's output (``positive`` None) or the k-class net's logit margin G = LSE_{J+} − LSE_{J−}."""
+    sur = softplus_surrogate(net, x, temperature)
+    if positive is None:
+        return Target(lambda z: net(z), LinearHead(net.W, net.b, net.head), sur.head)
+    return Target(lambda z: logit_margin_readout(net(z), positive),
+                  LinearHead(net.W, net.b, lambda h: logit_margin_readout(net.head(h), positive)),
+                  lambda h: logit_margin_readout(sur.head(h), positive))
 
 
 def softplus_surrogate(net: EnsembleTwoLayer, x: torch.Tensor, temperature: float) -> EnsembleTwoLayer:
@@ -67,21 +86,22 @@ def directions(name: str, dist, x: torch.Tensor, y: torch.Tensor, cluster: torch
     raise ValueError(f"unknown direction attack {name!r}; choose from {ATTACKS}")
 
 
-def ensemble(score, surrogate, dist, te, radii: list[float], attacks, pgd: dict, steps_factor: int = 1,
+def ensemble(tgt: Target, dist, te, radii: list[float], attacks, pgd: dict, steps_factor: int = 1,
              only: list[int] | None = None) -> dict[str, torch.Tensor]:
     """Each attack's (R, E, n) robust masks on the test batch ``te`` (``only``: these radii indices, the rest
-    copied as all-robust). ``pgd``: robust_masks keywords (with ``certified``: the points PGD need not attack);
-    ``steps_factor`` multiplies its steps and restarts."""
+    copied as all-robust). ``pgd``: subspace_masks keywords (one generator per replica; ``certified``: the points
+    PGD need not attack); ``steps_factor`` multiplies its steps and restarts."""
     rs = radii if only is None else [radii[i] for i in only]
     kw = dict(pgd, steps=pgd["steps"] * steps_factor, restarts=pgd["restarts"] * steps_factor)
     out = {}
     for name in attacks:
         if name == "pgd":
-            m = robust_masks(score, te.x, te.y, rs, **kw)
+            m = subspace_masks(tgt.score, tgt.lin, te.x, te.y, rs, **kw)
         elif name == "pgd_softplus":
-            m = robust_masks(score, te.x, te.y, rs, grad_score=surrogate, **kw)
+            m = subspace_masks(tgt.score, tgt.lin, te.x, te.y, rs, grad_head=tgt.surrogate_head, **kw)
         else:
-            m = direction_masks(score, te.x, te.y, rs, directions(name, dist, te.x, te.y, te.cluster))
+            m = subspace_direction_masks(tgt.score, tgt.lin, te.x, te.y, rs,
+                                         directions(name, dist, te.x, te.y, te.cluster))
         if only is not None:
             full = torch.ones((len(radii), *m.shape[1:]), dtype=torch.bool)
             full[only] = m
@@ -90,7 +110,7 @@ def ensemble(score, surrogate, dist, te, radii: list[float], attacks, pgd: dict,
     return out
 
 
-def convergence_change(score, surrogate, dist, te, radii, attacks, pgd, worst: torch.Tensor) -> tuple[float, int]:
+def convergence_change(tgt: Target, dist, te, radii, attacks, pgd, worst: torch.Tensor) -> tuple[float, int]:
     """Doubling PGD's steps and restarts at the radii where the worst-case curve is in transition: the largest
     drop of robust accuracy (mean over seeds, in accuracy units) and how many radii were checked."""
     acc = worst.double().mean(-1)  # (R, E)
@@ -98,7 +118,7 @@ def convergence_change(score, surrogate, dist, te, radii, attacks, pgd, worst: t
     pgd_attacks = [a for a in attacks if a in PGD_ATTACKS]
     if not idx or not pgd_attacks:
         return 0.0, 0
-    again = ensemble(score, surrogate, dist, te, radii, pgd_attacks, pgd, steps_factor=2, only=idx)
+    again = ensemble(tgt, dist, te, radii, pgd_attacks, pgd, steps_factor=2, only=idx)
     stronger = worst_case({"base": worst, **again})
     drop = (acc - stronger.double().mean(-1)).mean(-1)  # (R,)
     return float(drop.max()), len(idx)

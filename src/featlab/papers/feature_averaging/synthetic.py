@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ...nn.twolayer import binary_readout, logit_margin_readout, sign_prediction
+from ...nn.twolayer import binary_readout, sign_prediction
 from ...probes.robustness import critical_radius, worst_case
 from ...report import plots
 from ...runs.claims import AtLeast, AtMost, Claim, Control, Within
@@ -133,11 +133,6 @@ def _measure(cfg: FASyntheticConfig, seeds, dist, tr, te, bnet, knet):
     return m, (bcos, kcos), curves
 
 
-def _kclass_score(knet, dist):
-    """The attacked margin of the k-class net: G = logsumexp_{J+} f_j − logsumexp_{J−} f_j (sign of F^binary)."""
-    return lambda x: logit_margin_readout(knet(x), dist.positive)
-
-
 def _clean_accuracy(dist, te, bnet, knet) -> dict[str, torch.Tensor]:
     """Thm 4.5 (1), 4.7 (1): clean test accuracy of both nets (and the k-class net's fine-grained accuracy)."""
     dtype = te.x.dtype
@@ -151,9 +146,9 @@ def _clean_accuracy(dist, te, bnet, knet) -> dict[str, torch.Tensor]:
 def _thm46(cfg: FASyntheticConfig, seeds, dist, tr, bnet) -> dict[str, torch.Tensor]:
     """Thm 4.6: sup-distance of the binary net to C·f_FA on the sphere of radius √d, searched from random starts
     and from training points."""
-    g = generator(seeds[0], "thm46")
-    starts = torch.cat([torch.randn(len(seeds), cfg.thm46_starts, cfg.d, generator=g, dtype=torch.float64)
-                        .to(tr.x.dtype), tr.x[:, : cfg.thm46_starts]], 1)
+    rand = torch.stack([torch.randn(cfg.thm46_starts, cfg.d, generator=generator(s, "thm46"), dtype=torch.float64)
+                        for s in seeds])  # each replica from its own stream
+    starts = torch.cat([rand.to(tr.x.dtype), tr.x[:, : cfg.thm46_starts]], 1)
     t46 = al.thm46_distance(bnet, dist.mu, dist.positive, cfg.m, starts=starts, steps=cfg.thm46_steps)
     return {"binary.thm46_bound": t46["bound"], "binary.thm46_estimate": t46["estimate"],
             "binary.thm46_scale": t46["scale"], "binary.thm46_relative": t46["estimate"] / t46["scale"]}
@@ -161,21 +156,21 @@ def _thm46(cfg: FASyntheticConfig, seeds, dist, tr, bnet) -> dict[str, torch.Ten
 
 def _robustness(cfg: FASyntheticConfig, seeds, dist, te, bnet, knet):
     """Robust test accuracy (R, E) of both nets at every radius per attack and in the worst case ("worst"), and
-    the convergence check (twice the PGD steps and restarts at the transition radii)."""
+    the convergence check (twice the PGD steps and restarts at the transition radii). Every random draw comes
+    from the replica's own (seed, role) stream: a seed gives the same curve alone as inside a batch."""
     radii = cfg.radius_grid()
-    pos = dist.positive
-    nets = {"binary": (lambda x: bnet(x), _softplus_score(attacks.softplus_surrogate(bnet, te.x,
-                                                                                      cfg.softplus_temperature))),
-            "multiclass": (_kclass_score(knet, dist), _softplus_score(
-                attacks.softplus_surrogate(knet, te.x, cfg.softplus_temperature), pos))}
+    nets = {"binary": attacks.target(bnet, te.x, cfg.softplus_temperature),
+            "multiclass": attacks.target(knet, te.x, cfg.softplus_temperature, dist.positive)}
     n_pgd = sum(a in attacks.PGD_ATTACKS for a in cfg.attacks)
     bar = progress_bar(2 * len(radii) * max(n_pgd, 1), "attack radii")
-    pgd = dict(steps=cfg.pgd_steps, step_size_factor=cfg.pgd_step_factor, random_start=cfg.pgd_random_start,
-               restarts=cfg.pgd_restarts, generator=generator(seeds[0], "attack"), progress=bar)
-    cert = {"binary": attacks.certified_radius(bnet, nets["binary"][0], te.x, te.y, kclass=False),
-            "multiclass": attacks.certified_radius(knet, nets["multiclass"][0], te.x, te.y, kclass=True)}
-    masks = {net: attacks.ensemble(score, sur, dist, te, radii, cfg.attacks, dict(pgd, certified=cert[net]))
-             for net, (score, sur) in nets.items()}
+    pgd = dict(steps=cfg.pgd_steps, step_size_factor=cfg.pgd_step_factor, random_start_=cfg.pgd_random_start,
+               restarts=cfg.pgd_restarts, progress=bar)
+    cert = {"binary": attacks.certified_radius(bnet, nets["binary"].score, te.x, te.y, kclass=False),
+            "multiclass": attacks.certified_radius(knet, nets["multiclass"].score, te.x, te.y, kclass=True)}
+    masks = {net: attacks.ensemble(tgt, dist, te, radii, cfg.attacks,
+                                   dict(pgd, certified=cert[net], generators=[generator(s, f"attack/{net}")
+                                                                              for s in seeds]))
+             for net, tgt in nets.items()}
     bar.close()
     worst = {net: worst_case(mk) for net, mk in masks.items()}
     dt = te.x.dtype
@@ -183,20 +178,14 @@ def _robustness(cfg: FASyntheticConfig, seeds, dist, te, bnet, knet):
     curves["worst"] = (worst["binary"].to(dt).mean(-1), worst["multiclass"].to(dt).mean(-1))
     conv = {f"{net}.certified_radius_median": c.median(-1).values for net, c in cert.items()}
     if cfg.convergence_check:
-        pgd.update(progress=None, generator=generator(seeds[0], "attack/convergence"))
-        for net, (score, sur) in nets.items():
-            change, n_r = attacks.convergence_change(score, sur, dist, te, radii, cfg.attacks,
-                                                     dict(pgd, certified=cert[net]), worst[net])
+        pgd.update(progress=None)
+        for net, tgt in nets.items():
+            gens = [generator(s, f"attack/{net}/convergence") for s in seeds]
+            change, n_r = attacks.convergence_change(tgt, dist, te, radii, cfg.attacks,
+                                                     dict(pgd, certified=cert[net], generators=gens), worst[net])
             conv[f"{net}.convergence_change"] = change
             conv[f"{net}.convergence_radii_checked"] = n_r
     return curves, conv
-
-
-def _softplus_score(surrogate, positive=None):
-    """The surrogate's score: its output (binary) or its logit margin (k-class)."""
-    if positive is None:
-        return lambda x: surrogate(x)
-    return lambda x: logit_margin_readout(surrogate(x), positive)
 
 
 def _curve_rows(cfg: FASyntheticConfig, seeds, curves) -> list[tuple]:

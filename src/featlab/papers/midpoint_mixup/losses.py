@@ -6,8 +6,8 @@ the (E,) per-replica losses.
 
 The first layer is linear, so the pre-activations of a mixed point z_ij(λ) = λx_i + (1 − λ)x_j are
 λH_i + (1 − λ)H_j with H = Wx (+ b: λ + (1 − λ) = 1). The all-pairs losses therefore never materialise the N²
-mixed inputs: they combine the N endpoints' pre-activations, in chunks of pairs (checkpointed, so memory is
-bounded by the chunk). ``mult`` (P,) weights patches that :func:`.data.compress_patches` merged.
+mixed inputs: they combine the N endpoints' pre-activations over blocks of the pair grid with a hand-written
+gradient (:mod:`.pairs`), so memory is bounded by a block. ``mult`` (P,) weights patches that :func:`.data.compress_patches` merged.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.utils.checkpoint import checkpoint
 
 from ...nn.twolayer import logits_from_preact, patch_logits, patch_preactivation
 from ...train.objectives import cross_entropy
+from .pairs import all_pairs_sum
 
 
 # ------------------------------------------------------------------------------------------ ERM, Eq. 2.1
@@ -28,33 +28,18 @@ def erm_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None 
 
 
 # ------------------------------------------------------------------------------------------ J_MM, Eq. 3.1
-def _mm_chunk(model, H, y, iu, ju, w, mult):
-    Hp = (H[:, iu] + H[:, ju]) / 2  # pre-activations of z_ij = (x_i + x_j)/2
-    logp = logits_from_preact(model, Hp, mult).log_softmax(-1)  # (E, c, k)
-    li = logp.gather(-1, y[:, iu, None]).squeeze(-1)
-    lj = logp.gather(-1, y[:, ju, None]).squeeze(-1)
-    return ((li + lj) * w).sum(-1)
-
-
 def midpoint_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None = None,
                             chunk: int = 1 << 14) -> torch.Tensor:
     """J_MM(g, X) = −1/(2N²) Σ_{i,j ∈ [N]} [log φ_{y_i} + log φ_{y_j}](g(z_ij)) over all N² ordered pairs (Eq. 3.1).
 
     z_ij = z_ji and the summand is symmetric, so the N(N+1)/2 unordered pairs i ≤ j are evaluated once, off-diagonal
-    ones with weight 2. ``chunk`` pairs at a time.
+    ones with weight 2 (blocks of at most ``chunk`` pairs, see :func:`.pairs.all_pairs_sum`). It is Eq. 2.2 at
+    λ = ½: ½ log φ_{y_i} + ½ log φ_{y_j} summed over N² pairs and divided by N².
     """
     H = patch_preactivation(model, x)
-    N = H.shape[1]
-    iu, ju = torch.triu_indices(N, N, device=H.device)
-    w = torch.where(iu == ju, 1.0, 2.0).to(H.dtype)
-    total = 0.0
-    n_chunks = math.ceil(len(iu) / chunk)
-    for c in range(n_chunks):
-        sl = slice(c * chunk, (c + 1) * chunk)
-        args = (model, H, y, iu[sl], ju[sl], w[sl], mult)
-        part = checkpoint(_mm_chunk, *args, use_reentrant=False) if n_chunks > 1 else _mm_chunk(*args)
-        total = total + part
-    return -total / (2 * N * N)
+    half = torch.full((H.shape[0], 1), 0.5, dtype=H.dtype, device=H.device)
+    return -all_pairs_sum(model, H, y, half, torch.ones(1, dtype=H.dtype, device=H.device), mult,
+                          symmetric=True, chunk=chunk) / y.shape[1] ** 2
 
 
 def naive_midpoint_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None = None) -> torch.Tensor:
@@ -69,15 +54,6 @@ def naive_midpoint_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Ten
 
 
 # ------------------------------------------------------------------------------------------ J_M, Eq. 2.2
-def _mix_chunk(model, H, y, iu, ju, w, lam, mult):
-    lm = lam[:, :, None, None]  # (E, c, 1, 1)
-    Hz = lm * H[:, iu] + (1 - lm) * H[:, ju]  # pre-activations of z_ij(λ) = λx_i + (1 − λ)x_j
-    logp = logits_from_preact(model, Hz, mult).log_softmax(-1)
-    li = logp.gather(-1, y[:, iu, None]).squeeze(-1)
-    lj = logp.gather(-1, y[:, ju, None]).squeeze(-1)
-    return ((lam * li + (1 - lam) * lj) * w).sum(-1)
-
-
 def mixup_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor,
                          weights: torch.Tensor | None = None, mult: torch.Tensor | None = None,
                          symmetric: bool = True, chunk: int = 1 << 14) -> torch.Tensor:
@@ -91,27 +67,11 @@ def mixup_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, lam: torch.Ten
     """
     H = patch_preactivation(model, x)
     E, N = y.shape
-    lam = lam.to(H.dtype)
+    lam = lam.to(device=H.device, dtype=H.dtype)
     lam = lam.expand(E, -1) if lam.dim() == 1 else lam
     L = lam.shape[1]
-    wts = torch.full((L,), 1.0 / L, dtype=H.dtype) if weights is None else weights.to(H.dtype)
-    if symmetric:
-        iu, ju = torch.triu_indices(N, N, device=H.device)
-        w = torch.where(iu == ju, 1.0, 2.0).to(H.dtype)
-    else:
-        iu = torch.arange(N, device=H.device).repeat_interleave(N)
-        ju = torch.arange(N, device=H.device).repeat(N)
-        w = torch.ones(N * N, dtype=H.dtype)
-    n_chunks = math.ceil(len(iu) / chunk)
-    total = 0.0
-    for l in range(L):
-        for c in range(n_chunks):
-            sl = slice(c * chunk, (c + 1) * chunk)
-            lam_c = lam[:, l: l + 1].expand(E, len(iu[sl]))
-            args = (model, H, y, iu[sl], ju[sl], w[sl], lam_c, mult)
-            part = checkpoint(_mix_chunk, *args, use_reentrant=False) if n_chunks > 1 else _mix_chunk(*args)
-            total = total + wts[l] * part
-    return -total / (N * N)
+    wts = torch.full((L,), 1.0 / L, dtype=H.dtype, device=H.device) if weights is None else weights.to(H)
+    return -all_pairs_sum(model, H, y, lam, wts, mult, symmetric=symmetric, chunk=chunk) / (N * N)
 
 
 # ------------------------------------------------------------------------------------------ sampled pairs (practice)

@@ -1,0 +1,97 @@
+"""The all-pairs mixing sum behind J_M (Eq. 2.2) and J_MM (Eq. 3.1), over blocks of the pair grid with a
+hand-written gradient.
+
+For blocks I, J of the N points, the pre-activations of every mixed point z_ij(λ) = λx_i + (1 − λ)x_j, i ∈ I, j ∈ J,
+are the broadcast λH_I[:, None] + (1 − λ)H_J[None] (the first layer is linear), and the gradient of
+S = Σ w_ij Σ_l ω_l [λ log φ_{y_i} + (1 − λ) log φ_{y_j}] flows back to H_I and H_J as λ·(row sums) and (1 − λ)·(column
+sums) of the same block: no gather of H[iu], no scatter (``index_put_``) back — the two kernels that dominated the
+step — and blocks sized to stay in cache. The gradient is computed in the forward pass (only when H needs one), in
+closed form: ∂S/∂logits = w·ω·(λe_{y_i} + (1 − λ)e_{y_j} − softmax), ∂/∂z = (∂S/∂logits Aᵀ)·mult_p·φ'(z).
+
+The model must be a patch read-out g = Aᵀ Σ_p mult_p φ(z_p) with an elementwise φ (``value_and_grad`` when it has
+one, autograd otherwise) and no trainable parameter outside H.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+_BLOCK_ELEMENTS = 1 << 18  # activations per block: (E, B, B, P, M) ≈ 1 MB of float32, within L2/L3
+
+
+def all_pairs_sum(model, H: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, wts: torch.Tensor,
+                  mult: torch.Tensor | None, symmetric: bool, chunk: int) -> torch.Tensor:
+    """Σ_{pairs} w_ij Σ_l wts_l [λ_l log φ_{y_i} + (1 − λ_l) log φ_{y_j}](g(z_ij(λ_l))): (E,).
+
+    H (E, N, P, M) pre-activations, y (E, N), lam (E, L), wts (L,). ``symmetric``: the unordered pairs i ≤ j, weight
+    2 off the diagonal (see mixup_all_pairs_loss); else all N² ordered pairs. At most ``chunk`` pairs per block."""
+    E, N, P, M = H.shape
+    block = max(1, min(math.isqrt(max(chunk, 1)), math.isqrt(max(_BLOCK_ELEMENTS // (E * P * M), 1)), N))
+    return _AllPairsSum.apply(H, model, y, lam, wts, mult, symmetric, block)
+
+
+def _act(model, Z: torch.Tensor, need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    act = model.activation
+    if hasattr(act, "value_and_grad"):
+        return act.value_and_grad(Z)
+    if not need_grad:
+        return act(Z), None
+    with torch.enable_grad():
+        Zl = Z.detach().requires_grad_(True)
+        a = act(Zl)
+        (q,) = torch.autograd.grad(a.sum(), Zl)  # elementwise φ: the derivative, point by point
+    return a.detach(), q.contiguous()  # an expanded tensor for a linear φ: make it writable
+
+
+class _AllPairsSum(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, H, model, y, lam, wts, mult, symmetric, block):
+        E, N, P, M = H.shape
+        need = ctx.needs_input_grad[0]
+        A = model.A.to(H.dtype)
+        mv = torch.ones(P, dtype=H.dtype, device=H.device) if mult is None else mult.to(H)
+        AP = (mv[:, None, None] * A).reshape(P * M, -1)  # Σ_p mult_p φ(z_p) A as one product over (p, m)
+        APt = AP.t().contiguous()
+        onehot = torch.nn.functional.one_hot(y.long(), A.shape[1]).to(H.dtype)  # (E, N, k)
+        dH = torch.zeros_like(H) if need else None
+        total = torch.zeros(E, dtype=H.dtype, device=H.device)
+        starts = range(0, N, block)
+        for l in range(lam.shape[1]):
+            lm = lam[:, l].reshape(E, 1, 1, 1)
+            HL, HR = (H * lm).reshape(E, N, P * M), (H * (1 - lm)).reshape(E, N, P * M)  # once per λ
+            l3 = lm.reshape(E, 1, 1, 1)  # broadcasts over (ni, nj, k)
+            for bi in starts:
+                I = slice(bi, min(bi + block, N))
+                for bj in (s for s in starts if not symmetric or s >= bi):
+                    J = slice(bj, min(bj + block, N))
+                    w = _block_weights(I, J, symmetric, H) * wts[l]  # (ni, nj)
+                    Z = HL[:, I, None] + HR[:, None, J]  # (E, ni, nj, P·M)
+                    a, q = _act(model, Z, need)
+                    logp = (a @ AP).log_softmax(-1)  # (E, ni, nj, k)
+                    tgt = l3 * onehot[:, I, None] + (1 - l3) * onehot[:, None, J]
+                    total += ((tgt * logp).sum(-1) * w).sum((1, 2))
+                    if need:
+                        G = (tgt - logp.exp_()).mul_(w[..., None])
+                        dZ = q.mul_(G @ APt)
+                        dH[:, I] += dZ.sum(2).mul_(lm.reshape(E, 1, 1)).reshape(E, -1, P, M)
+                        dH[:, J] += dZ.sum(1).mul_((1 - lm).reshape(E, 1, 1)).reshape(E, -1, P, M)
+        ctx.save_for_backward(dH if need else H.new_empty(0))
+        return total
+
+    @staticmethod
+    def backward(ctx, g):
+        (dH,) = ctx.saved_tensors
+        return (dH * g[:, None, None, None],) + (None,) * 7
+
+
+def _block_weights(I: slice, J: slice, symmetric: bool, H: torch.Tensor) -> torch.Tensor:
+    """Pair weights of block (I, J): 1 for ordered pairs; for unordered ones 2 off the diagonal, 1 on it, and 0
+    below it in a diagonal block (those pairs are counted from the other side)."""
+    ni, nj = I.stop - I.start, J.stop - J.start
+    if not symmetric:
+        return H.new_ones(ni, nj)
+    i = torch.arange(I.start, I.stop, device=H.device)[:, None]
+    j = torch.arange(J.start, J.stop, device=H.device)[None, :]
+    return torch.where(i < j, 2.0, torch.where(i == j, 1.0, 0.0)).to(H.dtype)
