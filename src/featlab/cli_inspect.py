@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from .errors import ConfigError
 from .report.records import claims_held, find_runs, index_rows, overrides_text, resolve, run_date
@@ -48,6 +48,10 @@ def cmd_list_json() -> int:
 def _type_name(ann: Any) -> str:
     if get_origin(ann) is Literal:
         return " | ".join(str(a) for a in get_args(ann))
+    if get_origin(ann) is Annotated:  # the bare type; its constraints are the field's
+        return _type_name(get_args(ann)[0])
+    if get_origin(ann) in (list, tuple) and get_args(ann):
+        return f"{get_origin(ann).__name__}[{', '.join(_type_name(a) for a in get_args(ann))}]"
     if isinstance(ann, type):
         return ann.__name__
     return str(ann).replace("typing.", "")

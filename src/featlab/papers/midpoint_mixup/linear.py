@@ -9,7 +9,7 @@ whose labels name the grid value in metrics.parquet (``scale=…``, ``k=….C=�
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import torch
@@ -39,7 +39,8 @@ class LinearConfig(ExperimentConfig):
     unequal: float = Field(0.2, ge=0, lt=1, description="Lemma 3.2 necessity: <w_y, v_{y,1}> = C(1 + u), "
                            "<w_y, v_{y,2}> = C(1 − u) (u = 0: equal correlations, the control)")
     scales: list[float] = Field([0.1 * 10 ** (i / 3) for i in range(13)], description="γ grid of J(γg) (0.1 … 1000)")
-    beta_params: list[float] = Field([0.5, 1.0, 2.0, 8.0], description="Prop 3.3: D_λ = Beta(a, a) for these a "
+    beta_params: list[Annotated[float, Field(allow_inf_nan=True)]] = Field(  # inf has a meaning; nan fails a > 0
+        [0.5, 1.0, 2.0, 8.0], description="Prop 3.3: D_λ = Beta(a, a) for these a "
                                      "(inf: the point mass at ½, Midpoint Mixup, which Prop 3.3 excludes)")
     quad_nodes: int = Field(32, ge=4, description="Gauss–Jacobi nodes for E_λ (exact for Beta moments)")
     grad_ks: list[int] = Field([10, 20], description="Props 3.4/3.5: k values of the gradient curves")
