@@ -104,9 +104,4 @@ def test_sweep_plot_curves_and_heat_maps():
             parse_plot(bad, ["k", "d"])
 
 
-def test_ray_executor(out):
-    pytest.importorskip("ray")
-    df = sweep("fa-synthetic", ["d=32,40", *tiny("d")], out=out, executor="ray", progress=False)
-    local = sweep("fa-synthetic", ["d=32,40", *tiny("d")], out=out / "local", progress=False)
-    assert (df.status == "complete").all()
-    assert df["binary.cos_in_class_mean"].tolist() == local["binary.cos_in_class_mean"].tolist()
+# the Ray executor is tested on a two-node cluster in test_distributed.py

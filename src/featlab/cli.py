@@ -69,8 +69,17 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("id")
     sw.add_argument("axes", nargs="*", metavar="key=v1,v2", help="e.g. k=10,20,40 eta=1e-3,1e-4")
     _common(sw)
-    sw.add_argument("--executor", default="local", choices=["local", "ray"], help="local (default) or ray")
+    sw.add_argument("--executor", default="local", choices=["local", "ray", "slurm"],
+                    help="local (default), ray (a Ray cluster) or slurm (jobs through submitit)")
     sw.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one)")
+    sw.add_argument("--cpus-per-point", type=float, default=None, metavar="N",
+                    help="CPUs each Ray task / SLURM job asks for and uses as torch threads (default 1)")
+    sw.add_argument("--gpus-per-point", type=float, default=None, metavar="N",
+                    help="GPUs each point asks for (default: 1 when its device is cuda, or auto on a GPU cluster)")
+    sw.add_argument("--shared-fs", action="store_true",
+                    help="workers write into --out themselves (default: they ship each record back to this one)")
+    sw.add_argument("--slurm-partition", default=None, help="SLURM partition of the jobs")
+    sw.add_argument("--slurm-time", type=int, default=None, metavar="MIN", help="SLURM time limit per job, minutes")
     sw.add_argument("--show", default="", metavar="M1,M2", help="metrics to print (default: the first few)")
     sw.add_argument("--plot", nargs="+", metavar="x=AXIS", help="x=AXIS y=METRIC [hue=AXIS] [kind=line|heatmap]: "
                     "a PNG beside the table")

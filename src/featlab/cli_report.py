@@ -130,12 +130,14 @@ def cmd_reproduce(a) -> int:
 def cmd_sweep(a) -> int:
     from .runs.sweep import sweep
 
+    slurm = {k: v for k, v in (("slurm_partition", a.slurm_partition), ("timeout_min", a.slurm_time)) if v}
     df = sweep(a.id, a.axes, preset=a.preset, out=a.out, executor=a.executor, force=a.force,
-               ray_address=a.ray_address, show=[m for m in a.show.split(",") if m], plot=getattr(a, "plot", None))
+               ray_address=a.ray_address, show=[m for m in a.show.split(",") if m], plot=getattr(a, "plot", None),
+               cpus_per_point=a.cpus_per_point, gpus_per_point=a.gpus_per_point, shared_fs=a.shared_fs, slurm=slurm)
     names = {ax.partition("=")[0] for ax in a.axes}
     axes = [c for c in df.columns if c in names]
     shown = [m for m in a.show.split(",") if m] or [c for c in df.columns
-                                                    if c not in (*axes, "status", "claims_held", "run_dir")
+                                                    if c not in (*axes, "status", "claims_held", "run_dir", "error")
                                                     and "@" not in c][:4]
     missing = [m for m in shown if m not in df.columns]
     if missing:
@@ -146,6 +148,9 @@ def cmd_sweep(a) -> int:
     print(f"\nsweep table: {df.attrs['table']}")
     if "plot" in df.attrs:
         print(f"sweep plot:  {df.attrs['plot']}")
+    for _, r in df[df["status"] != "complete"].iterrows():  # each failed point's error, one line each
+        where = " ".join(f"{k}={r[k]}" for k in axes)
+        print(f"featlab: point {where} failed: {r.get('error') or r['status']}", file=sys.stderr)
     failed = (df["status"] != "complete").any()
     held_all = all(x.split("/")[0] == x.split("/")[1] for x in df["claims_held"])
     return 1 if failed or (a.strict and not held_all) else 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
@@ -33,6 +34,16 @@ def generator(seed: int, role: str) -> torch.Generator:
     """
     h = int.from_bytes(hashlib.sha256(f"{seed}/{role}".encode()).digest()[:8], "little") & ((1 << 63) - 1)
     return torch.Generator().manual_seed(h)
+
+
+def cpu_draws(fn):
+    """Run ``fn`` with the CPU as the default device: random draws come from CPU generators, so they give the
+    same numbers whatever device the run uses; the caller moves the result to its device."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with torch.device("cpu"):
+            return fn(*args, **kwargs)
+    return wrapped
 
 
 def per_replica(seeds: list[int], role: str, fn, *, device=None, dtype=None) -> torch.Tensor:

@@ -72,8 +72,8 @@ class EnsembleTwoLayer(nn.Module):
         M = A.shape[0]
 
         def draw(g: torch.Generator) -> torch.Tensor:
-            w = torch.randn(M, d, generator=g, dtype=torch.float64) * sigma_w
-            b = torch.randn(M, generator=g, dtype=torch.float64) * (sigma_b or 0.0)
+            w = torch.randn(M, d, generator=g, dtype=torch.float64, device="cpu") * sigma_w
+            b = torch.randn(M, generator=g, dtype=torch.float64, device="cpu") * (sigma_b or 0.0)
             return torch.cat([w, b[:, None]], 1)
 
         Wb = per_replica(seeds, role, draw, device=device, dtype=dtype)
@@ -151,12 +151,14 @@ def patch_logits(model, x: torch.Tensor, mult: torch.Tensor | None = None) -> to
 # -------------------------------------------------------------------- fixed second layers
 def signed_readout(m_pos: int, m_neg: int, scale: float) -> torch.Tensor:
     """(m_pos + m_neg, 1): +scale for the first m_pos neurons, −scale for the rest."""
-    return torch.cat([torch.full((m_pos,), scale), torch.full((m_neg,), -scale)])[:, None].double()
+    # built on the CPU: EnsembleTwoLayer.init moves it to the net's device
+    signs = torch.cat([torch.full((m_pos,), scale, device="cpu"), torch.full((m_neg,), -scale, device="cpu")])
+    return signs[:, None].double()
 
 
 def block_readout(k: int, h: int, scale: float) -> torch.Tensor:
     """(k·h, k): neuron (j, r) feeds output j only, with weight ``scale``."""
-    return torch.kron(torch.eye(k, dtype=torch.float64), torch.full((h, 1), scale))
+    return torch.kron(torch.eye(k, dtype=torch.float64, device="cpu"), torch.full((h, 1), scale, device="cpu"))
 
 
 # -------------------------------------------------------------------- read-outs of k-class models

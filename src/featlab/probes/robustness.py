@@ -26,11 +26,11 @@ def correct(score: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def random_in_ball(shape, eps: torch.Tensor, event_dims: int, generator: torch.Generator | None, dtype) -> torch.Tensor:
     """Uniform in the ℓ2 ball of radius eps (eps broadcast over the batch axes)."""
-    g = torch.randn(shape, generator=generator, dtype=dtype)
+    g = torch.randn(shape, generator=generator, dtype=dtype, device="cpu")
     D = 1
     for s in shape[-event_dims:]:
         D *= s
-    u = torch.rand(shape[:-event_dims], generator=generator, dtype=dtype).pow(1.0 / D)
+    u = torch.rand(shape[:-event_dims], generator=generator, dtype=dtype, device="cpu").pow(1.0 / D)
     u = u.reshape(*u.shape, *([1] * event_dims))
     return (g / _norm(g, event_dims) * u).to(eps.device) * eps  # drawn on CPU (seeded), used where eps lives
 
@@ -56,8 +56,8 @@ def pgd_l2(score: Score, x: torch.Tensor, y: torch.Tensor, eps: float | torch.Te
     batch_shape = x.shape[:-event_dims]
     eps_t = torch.as_tensor(eps, dtype=x.dtype, device=x.device)
     eps_b = eps_t.expand(batch_shape).reshape(*batch_shape, *([1] * event_dims))
-    alpha = 2.5 * eps_b / steps if step_size is None else torch.as_tensor(step_size, dtype=x.dtype).expand(
-        batch_shape).reshape(eps_b.shape)
+    alpha = 2.5 * eps_b / steps if step_size is None else torch.as_tensor(
+        step_size, dtype=x.dtype, device=x.device).expand(batch_shape).reshape(eps_b.shape)
     y = y.to(x.dtype)
     fooled = ~correct(score(x).detach(), y)
     x_best = x.clone()
@@ -208,10 +208,10 @@ def _attack_survivors(f, x, y, alive, r, bs, device, event_dims, clip, generator
 
 def critical_radius(radii: list[float], acc: torch.Tensor, level: float = 0.5) -> torch.Tensor:
     """The radius where accuracy (R, E) first falls below ``level``, linearly interpolated: (E,)."""
-    r = torch.tensor(radii, dtype=acc.dtype)
+    r = torch.tensor(radii, dtype=acc.dtype, device=acc.device)
     order = torch.argsort(r)
     r, acc = r[order], acc[order]
-    out = torch.full((acc.shape[1],), float("inf"), dtype=acc.dtype)
+    out = torch.full((acc.shape[1],), float("inf"), dtype=acc.dtype, device=acc.device)
     for e in range(acc.shape[1]):
         below = (acc[:, e] < level).nonzero()
         if len(below) == 0:

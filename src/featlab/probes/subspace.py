@@ -54,11 +54,11 @@ def random_start(n: int, d: int, K: int, eps: float, generators: Sequence[torch.
     from ``generators[e]`` alone. δ = ρ ξ/‖ξ‖ with ρ = eps·U^{1/d}, ξ ~ N(0, I_d) split as (Qᵀξ, ‖ξ⊥‖)."""
     cs, ss = [], []
     for g in generators:
-        a = torch.randn(n, K, generator=g, dtype=torch.float64)
-        u = torch.rand(n, generator=g, dtype=torch.float64).pow(1.0 / d)
-        seed = int(torch.randint(0, 2**62, (1,), generator=g))  # the χ² draw, keyed on the same stream
-        chi2 = torch.from_numpy(np.random.default_rng(seed).chisquare(d - K, n)) if d > K else torch.zeros(n,
-                                                                                                         dtype=a.dtype)
+        a = torch.randn(n, K, generator=g, dtype=torch.float64, device="cpu")  # CPU stream, then moved
+        u = torch.rand(n, generator=g, dtype=torch.float64, device="cpu").pow(1.0 / d)
+        seed = int(torch.randint(0, 2**62, (1,), generator=g, device="cpu"))  # the χ² draw, keyed on the same stream
+        chi2 = (torch.from_numpy(np.random.default_rng(seed).chisquare(d - K, n)) if d > K
+                else torch.zeros(n, dtype=a.dtype, device="cpu"))
         norm = (a.pow(2).sum(-1) + chi2).sqrt().clamp_min(1e-300)
         cs.append(a * (eps * u / norm)[:, None])
         ss.append(chi2.sqrt() * eps * u / norm)

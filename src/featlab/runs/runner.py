@@ -186,6 +186,7 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
             "figures": ctx.figures,
             "notes": ctx.notes,
             "versions": versions(),
+            **_provenance(ctx.device),
             "command": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("featlab") else None,
             "elapsed_s": round(elapsed, 3),
         }
@@ -193,6 +194,14 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
     except BaseException:
         writer.abandon()
         raise
+
+
+def _provenance(device: torch.device) -> dict[str, str]:
+    """The device the run resolved (``auto`` → cuda or cpu) as ``device_type``, its name (the GPU's model, or the
+    CPU's) as ``device``, the date and featlab's git commit when it runs from a checkout."""
+    from ..report.records import collect_provenance
+
+    return {"device_type": device.type, **collect_provenance(device)}
 
 
 _OOM = (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))

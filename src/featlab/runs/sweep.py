@@ -2,11 +2,13 @@
 
     featlab sweep fa-synthetic k=10,20,40 d=3072,8192 --executor ray
 
-Executors: ``local`` runs the points one after another in this process (each point already batches its seeds on
-the replica axis, which is what fills one machine); ``ray`` sends each point to a Ray cluster as a task
-(``ray.init(address=...)`` connects to an existing cluster, so a sweep that outgrows one machine spreads over
-many). Every point writes an ordinary run record under ``OUT/<experiment>/<run-id>``; points already complete are
-not retrained, so a sweep interrupted half-way resumes where it stopped.
+Executors (see :mod:`featlab.runs.executors`): ``local`` runs the points one after another in this process (each
+point already batches its seeds on the replica axis, which is what fills one machine); ``ray`` sends each point
+to a Ray cluster as a task with the CPUs/GPUs it asks for (``ray.init(address=...)`` connects to an existing
+cluster, so a sweep that outgrows one machine spreads over many); ``slurm`` submits each point as a job through
+submitit. Every point becomes an ordinary run record under ``OUT/<experiment>/<run-id>`` of the driver's ``OUT``;
+points already complete are not retrained, so a sweep interrupted half-way resumes where it stopped; a failing
+point is a failed row with its error, and the others go on.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from typing import Any, Iterable
 import pandas as pd
 
 from ..config import parse_overrides
-from ..errors import ConfigError, FeatlabError
-from .runner import resolve_config, run
+from ..errors import ConfigError
+from .executors import execute
+from .runner import resolve_config
 
 
 def grid(items: Iterable[str]) -> list[dict[str, Any]]:
@@ -45,20 +48,15 @@ def grid(items: Iterable[str]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(axes[k] for k in keys))]
 
 
-def _run_point(experiment_id: str, preset: str, out: str, force: bool, overrides: dict[str, Any]) -> dict[str, Any]:
-    rec = run(experiment_id, preset, out=out, force=force, quiet=True, **overrides)
-    return {"dir": str(rec.dir), "status": rec.status, "skipped": rec.skipped, "metrics": rec.summary["metrics"],
-            "claims": rec.claims}
-
-
-def _typed(experiment_id: str, preset: str, points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _typed(experiment_id: str, preset: str, points: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """Each point's values as the config reads them (``eta=1e-3`` → 0.001, a float), validating every point before
-    anything trains."""
-    typed = []
+    anything trains; and each point's device (what its resources default from)."""
+    typed, devices = [], []
     for p in points:
         cfg = resolve_config(experiment_id, preset, overrides=p)[1].to_dict()
         typed.append({k: cfg.get(k, v) for k, v in p.items()})
-    return typed
+        devices.append(str(cfg.get("device", "auto")))
+    return typed, devices
 
 
 def _axis_items(axes: Iterable[str] | None, values: dict[str, Any]) -> list[str]:
@@ -73,7 +71,8 @@ def _axis_items(axes: Iterable[str] | None, values: dict[str, Any]) -> list[str]
 def sweep(experiment_id: str, axes: list[str] | None = None, *, preset: str = "quick", out: str | Path = "runs",
           executor: str = "local", force: bool = False, ray_address: str | None = None, progress: bool = True,
           save: bool = True, show: list[str] | None = None, plot: list[str] | str | None = None,
-          **values: Any) -> pd.DataFrame:
+          cpus_per_point: float | None = None, gpus_per_point: float | None = None, shared_fs: bool = False,
+          slurm: dict[str, Any] | None = None, **values: Any) -> pd.DataFrame:
     """Run every point of the grid and return one row per point: the swept values (typed as the config reads
     them), status, claims held, every summary metric, and the run folder.
 
@@ -81,6 +80,10 @@ def sweep(experiment_id: str, axes: list[str] | None = None, *, preset: str = "q
 
     ``save`` writes the table under ``OUT/<experiment>/sweeps/`` (its path in ``df.attrs["table"]``), with the
     ``plot`` (``x=AXIS y=METRIC [hue=AXIS] [kind=line|heatmap]``) beside it as a PNG (``df.attrs["plot"]``).
+    ``cpus_per_point``/``gpus_per_point``: what each Ray task or SLURM job asks for (default 1 CPU, and 1 GPU
+    when the point's device is cuda, or auto on a cluster with GPUs); ``shared_fs``: workers write into ``out``
+    themselves instead of shipping the record back; ``slurm``: submitit options (``cluster="local"`` runs the
+    jobs here, ``slurm_partition=...``, ``timeout_min=...``). A failed point has its error in the ``error`` column.
     """
     from ..report.sweeps import parse_plot
 
@@ -88,32 +91,16 @@ def sweep(experiment_id: str, axes: list[str] | None = None, *, preset: str = "q
     raw = grid(items)
     names = list(raw[0]) if raw else []
     spec = parse_plot(plot, names)
-    points = _typed(experiment_id, preset, raw)
+    points, devices = _typed(experiment_id, preset, raw)
     out = str(out)
-    if executor == "local":
-        results = []
-        for i, p in enumerate(points, 1):
-            if progress:
-                print(f"[{i}/{len(points)}] {experiment_id} {' '.join(f'{k}={v}' for k, v in p.items())}", flush=True)
-            results.append(_run_point(experiment_id, preset, out, force, p))
-    elif executor == "ray":
-        try:
-            import ray
-        except ImportError:
-            raise FeatlabError("the ray executor needs Ray: pip install 'featlab[ray]' (or use --executor local)") \
-                from None
-        if not ray.is_initialized():
-            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
-                     ignore_reinit_error=True)
-        task = ray.remote(_run_point)
-        results = ray.get([task.remote(experiment_id, preset, out, force, p) for p in points])
-    else:
-        raise ConfigError(f"unknown executor {executor!r}; choose local or ray")
+    results = execute(experiment_id, preset, out, force, points, executor=executor, devices=devices,
+                      cpus=cpus_per_point, gpus=gpus_per_point, shared_fs=shared_fs, ray_address=ray_address,
+                      slurm=slurm, progress=progress)
     rows = []
     for p, r in zip(points, results):
         held = sum(c["holds"] for c in r["claims"])
         rows.append({**p, "status": r["status"], "claims_held": f"{held}/{len(r['claims'])}", **r["metrics"],
-                     "run_dir": r["dir"]})
+                     "run_dir": r["dir"], "error": r.get("error", "")})
     df = pd.DataFrame(rows)
     if save:
         path = save_table(df, out, experiment_id, items, preset, names, show=show, plot=spec)

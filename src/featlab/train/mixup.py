@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import ConfigError
+from ..utils import cpu_draws
 
 
 def _per_replica(generator, draw) -> torch.Tensor:
@@ -26,6 +27,7 @@ def _per_replica(generator, draw) -> torch.Tensor:
     return draw(generator)
 
 
+@cpu_draws  # partners come from CPU generators; callers move them to their data's device
 def random_pairing(n: int, allow_self_pairs: bool = True, generator: torch.Generator | None = None, *,
                    independent: bool = False) -> torch.Tensor:
     """Partner index of each of n examples: the one pairing used by the batch transform and the replica losses.
@@ -60,7 +62,7 @@ def sample_beta(a: float, size: int, generator: torch.Generator | list[torch.Gen
     """
 
     def draw(g):
-        aa = torch.full((size,), float(a), dtype=torch.float64)
+        aa = torch.full((size,), float(a), dtype=torch.float64, device="cpu")  # CPU generator's device
         g1 = torch._standard_gamma(aa, generator=g)
         g2 = torch._standard_gamma(aa, generator=g)
         return g1 / (g1 + g2)
@@ -91,7 +93,7 @@ class Mixup:
     def sample_lam(self, n: int, dtype=torch.float32) -> torch.Tensor:
         size = n if self.per_sample else 1
         if self.lam is not None:
-            lam = torch.full((size,), float(self.lam), dtype=torch.float64)
+            lam = torch.full((size,), float(self.lam), dtype=torch.float64, device="cpu")  # moved by pair()
         else:
             lam = sample_beta(self.alpha, size, self.generator)
         return lam.expand(n).to(dtype)

@@ -47,9 +47,9 @@ def _probe(cfg: AmplificationConfig, net, tr, te, dist, J, W0, T: int, store: di
             out = {
                 "cond9_share": amp.condition9(W, tr.x, tr.cluster, J),
                 "cond10_max_ao": amp.condition10(W, A, dist.mu, J, cfg.alpha),
-                "frob_over_2alpha_t": amp.frobenius_ratio(W, cfg.alpha, t) if t >= 1 else torch.zeros(W.shape[0]),
-                "neuron_norm_ratio": amp.neuron_norm_ratio(W, A, cfg.alpha, t) if t >= 1 else torch.zeros(
-                    W.shape[0], dtype=W.dtype),  # Lemma 14 (1)
+                "frob_over_2alpha_t": amp.frobenius_ratio(W, cfg.alpha, t) if t >= 1 else W.new_zeros(W.shape[0]),
+                "neuron_norm_ratio": amp.neuron_norm_ratio(W, A, cfg.alpha, t) if t >= 1 else W.new_zeros(
+                    W.shape[0]),  # Lemma 14 (1)
                 "frob": W.flatten(1).norm(dim=-1),
                 "min_neg_lprime": amp.min_neg_lprime(s_tr, tr.y),
                 "span_share": amp.span_share(W, dist.mu),
@@ -63,7 +63,7 @@ def _probe(cfg: AmplificationConfig, net, tr, te, dist, J, W0, T: int, store: di
             if t > prev["t"]:
                 out["growth_min"] = amp.growth(W, prev["W"], A, dist.mu, J, cfg.alpha, t - prev["t"])
             else:
-                out["growth_min"] = torch.full((W.shape[0],), float("nan"), dtype=W.dtype)
+                out["growth_min"] = W.new_full((W.shape[0],), float("nan"))
             if t in (0, 1, T):
                 store[t] = W.clone()
             prev["t"], prev["W"] = t, W.clone()
@@ -86,7 +86,7 @@ def _d_sweep(ctx, cfg: AmplificationConfig, seeds: list[int], dtype) -> list[tup
         r0, r1 = amp.median_rho_own(w0, dd.mu, Jd), amp.median_rho_own(nn_.W.detach(), dd.mu, Jd)
         ctx.metric(f"d={d}.rho_median@t=0", r0)
         ctx.metric(f"d={d}.rho_median@t=1", r1)
-        sweep.append((d, r0.numpy(), r1.numpy()))
+        sweep.append((d, r0.cpu().numpy(), r1.cpu().numpy()))
     return sweep
 
 
@@ -155,7 +155,7 @@ def _measure_over_time(ctx, cfg: AmplificationConfig, frame: pd.DataFrame, T: in
 
 # ------------------------------------------------------------------------------------------ drawing, judging
 def _draw(ctx, cfg: AmplificationConfig, f, T: int, store, dist, J, sweep, n_seeds: int) -> None:
-    hist = {t: amp.own_rho_values(store[t], dist.mu, J).numpy() for t in (0, 1, T) if t in store}
+    hist = {t: amp.own_rho_values(store[t], dist.mu, J).cpu().numpy() for t in (0, 1, T) if t in store}
     ctx.figure(plots_rfa.amplification_figure(f, T, cfg.alpha, hist, sweep,
                                               title=f"Random feature amplification: d={cfg.d}, n={cfg.n}, "
                                                     f"m={cfg.m}, α={cfg.alpha:g}, σ={cfg.sigma_for(cfg.d):.2g}, "

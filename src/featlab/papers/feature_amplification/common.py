@@ -28,7 +28,7 @@ from ...config import ExperimentConfig
 from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
 from ...train.loop import train
 from ...train.objectives import logistic
-from ...utils import torch_threads
+from ...utils import resolve_device, torch_threads
 from . import lemmas as amp
 from .data import XORClusterDistribution, rfa_readout
 
@@ -91,14 +91,15 @@ class RFAConfig(RFABase):
 def make_dist(cfg: RFABase, seeds, etas: list[float], dtype, d: int | None = None) -> XORClusterDistribution:
     d = d or cfg.d
     return XORClusterDistribution.create(seeds, d, cfg.sigma_for(d), etas, law=cfg.law, noise=cfg.noise,
-                                         means=cfg.means, dtype=dtype, labels=cfg.labels)
+                                         means=cfg.means, dtype=dtype, labels=cfg.labels,
+                                         device=resolve_device(cfg.device))
 
 
 def make_net(cfg: RFABase, seeds, dtype, d: int | None = None) -> EnsembleTwoLayer:
     """eq. (1): f(x; W) = Σ_j a_j φ(<w_j, x>), a_j = ±1/√m fixed, W^{(0)} ~ N(0, ω²I), no bias."""
     d = d or cfg.d
     return EnsembleTwoLayer.init(seeds, d, rfa_readout(cfg.m), sigma_w=cfg.omega_for(d), sigma_b=None,
-                                 dtype=dtype, role="init")
+                                 dtype=dtype, device=resolve_device(cfg.device), role="init")
 
 
 def pattern_stats(score: torch.Tensor, b) -> dict[str, torch.Tensor]:

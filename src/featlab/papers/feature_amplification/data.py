@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from ...nn.twolayer import signed_readout
-from ...utils import generator
+from ...utils import cpu_draws, generator
 from ...data.base import Batch
 
 CLUSTER_NAMES = ("+mu1", "-mu1", "+mu2", "-mu2")
@@ -67,7 +67,7 @@ def rfa_readout(m: int) -> torch.Tensor:
     h = m // 2
     A = signed_readout(h, h, 1 / math.sqrt(m))
     if m % 2:
-        A = torch.cat([A, torch.zeros(1, 1, dtype=A.dtype)])
+        A = torch.cat([A, torch.zeros(1, 1, dtype=A.dtype, device=A.device)])
     return A
 
 
@@ -86,11 +86,13 @@ class XORClusterDistribution:
     @classmethod
     def create(cls, seeds: list[int], d: int, sigma: float, eta: float | list[float] = 0.0, *,
                law: str = "gaussian", noise: str = "flip", means: str = "random", dtype=torch.float32,
-               quantile_samples: int = 20000, labels: str = "xor") -> "XORClusterDistribution":
+               quantile_samples: int = 20000, labels: str = "xor", device=None) -> "XORClusterDistribution":
         etas = [float(eta)] * len(seeds) if isinstance(eta, (int, float)) else [float(e) for e in eta]
         assert len(etas) == len(seeds), (len(etas), len(seeds))
-        mu = torch.stack([orthonormal_means(d, means, generator(s, "means")) for s in seeds])
-        dist = cls(mu.to(dtype), float(sigma), torch.tensor(etas, dtype=torch.float64), law, noise, labels=labels)
+        # drawn on the CPU (the same numbers on every device); sampling stays on the CPU, its batches are moved
+        mu = cpu_draws(orthonormal_means)
+        mu = torch.stack([mu(d, means, generator(s, "means")) for s in seeds]).to(device=device, dtype=dtype)
+        dist = cls(mu, float(sigma), torch.tensor(etas, dtype=torch.float64, device="cpu"), law, noise, labels=labels)
         if noise == "boundary":
             dist.quantile = torch.stack([dist._boundary_quantile(e, s, quantile_samples)
                                          for e, s in enumerate(seeds)])
@@ -105,6 +107,7 @@ class XORClusterDistribution:
     def d(self) -> int:
         return self.mu.shape[2]
 
+    @cpu_draws
     def _boundary_quantile(self, e: int, seed: int, N: int) -> torch.Tensor:
         """q with P(|f*(x)| < q) = η_e, by Monte Carlo on N clean draws (own stream): η(x) = 1{|f*(x)| < q}."""
         eta = float(self.eta[e])
@@ -116,14 +119,15 @@ class XORClusterDistribution:
             k = min(2000, N - lo)
             c = torch.randint(4, (k,), generator=g)
             x = self._centres(e)[c] + cluster_noise(k, self.d, self.sigma, self.law, g)
-            vals.append(f_star(x[None], self.mu[e : e + 1].double())[0].abs())
+            vals.append(f_star(x[None], self.mu[e : e + 1].double().cpu())[0].abs())
         return torch.quantile(torch.cat(vals), eta)
 
     def _centres(self, e: int) -> torch.Tensor:
-        mu = self.mu[e].double()
+        mu = self.mu[e].double().cpu()  # sampling runs on the CPU
         return torch.stack([mu[0], -mu[0], mu[1], -mu[1]])  # (4, d) in cluster-id order
 
     # ------------------------------------------------------------------------------------ sampling
+    @cpu_draws
     def sample(self, n: int, seeds: list[int], role: str = "train") -> Batch:
         """n points per replica from its (seed_i, role) stream: x, observed y, and info ``cluster``,
         ``y_clean``, ``noisy`` (E, n)."""
@@ -145,7 +149,8 @@ class XORClusterDistribution:
             nz.append(flip)
         dtype = self.mu.dtype
         return Batch(torch.stack(xs).to(dtype), torch.stack(ys).to(dtype),
-                     {"cluster": torch.stack(cs), "y_clean": torch.stack(yc).to(dtype), "noisy": torch.stack(nz)})
+                     {"cluster": torch.stack(cs), "y_clean": torch.stack(yc).to(dtype), "noisy": torch.stack(nz)}
+                     ).to(self.mu.device)
 
     def flips(self, e: int, x: torch.Tensor, c: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """Which labels replica e flips (§2: y = −ỹ with probability η(x))."""
@@ -161,5 +166,5 @@ class XORClusterDistribution:
                     flip[idx[u[idx].argsort()[:r]]] = True
             return flip
         if self.noise == "boundary":  # η(x) = 1{|f*(x)| < q_η}: the points closest to f*'s boundary
-            return f_star(x[None], self.mu[e : e + 1].double())[0].abs() < self.quantile[e]
+            return f_star(x[None], self.mu[e : e + 1].double().cpu())[0].abs() < self.quantile[e]
         raise ValueError(self.noise)  # pragma: no cover

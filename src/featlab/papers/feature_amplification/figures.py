@@ -87,7 +87,7 @@ def _fig1_measure(cfg: Fig1Config, net, dist, tr, te, dtype) -> dict:
     with torch.no_grad():
         st = pattern_stats(net(tr.x), tr)
         te_err = test_errors(net(te.x), te)
-        g = torch.linspace(-cfg.extent, cfg.extent, cfg.grid, dtype=torch.float64)
+        g = torch.linspace(-cfg.extent, cfg.extent, cfg.grid, dtype=torch.float64, device=dist.mu.device)
         U, V = torch.meshgrid(g, g, indexing="xy")
         plane = (U.reshape(-1, 1, 1) * dist.mu[:, 0].double() + V.reshape(-1, 1, 1) * dist.mu[:, 1].double())
         plane = plane.transpose(0, 1).to(dtype)  # (E, G², d)
@@ -103,9 +103,9 @@ def _fig1_measure(cfg: Fig1Config, net, dist, tr, te, dtype) -> dict:
 def _fig1_draw(ctx, cfg: Fig1Config, out: dict, net, tr) -> None:
     G = cfg.grid
     ctx.figure(plots_rfa.boundary_figure(
-        out["U"].numpy(), out["V"].numpy(), out["F"][0].reshape(G, G).double().numpy(),
-        out["Fs"][0].reshape(G, G).double().numpy(), out["proj"][0].numpy(), tr.y[0].numpy(),
-        tr.noisy[0].numpy(), sign_prediction(net(tr.x))[0].detach().numpy(),
+        out["U"].cpu().numpy(), out["V"].cpu().numpy(), out["F"][0].reshape(G, G).double().cpu().numpy(),
+        out["Fs"][0].reshape(G, G).double().cpu().numpy(), out["proj"][0].cpu().numpy(), tr.y[0].cpu().numpy(),
+        tr.noisy[0].cpu().numpy(), sign_prediction(net(tr.x))[0].detach().cpu().numpy(),
         title=f"Fig 1: d={cfg.d}, n={cfg.n}, m={cfg.m}, η={cfg.eta:g} ({cfg.noise}), α={cfg.alpha:g}, "
               f"T={cfg.steps_()}"), "fig1_boundary")
 

@@ -172,8 +172,9 @@ def lemma5_C1(x: torch.Tensor, cluster: torch.Tensor, noisy: torch.Tensor, mu: t
     (c) |N|/n ≤ η + C1√(log(1/δ)/n), (d) | |I_µ|/n − 1/4 | ≤ C1√(log(1/δ)/n)."""
     E, n, d = x.shape
     sm = signed_means(mu.to(x.dtype))  # (E, 4, d)
-    cen = sm[torch.arange(E)[:, None], cluster]  # (E, n, d): µ(i)
-    other = mu.to(x.dtype)[torch.arange(E)[:, None], 1 - cluster // 2]  # µ2 for ±µ1 clusters, µ1 for ±µ2
+    rows = torch.arange(E, device=x.device)[:, None]
+    cen = sm[rows, cluster]  # (E, n, d): µ(i)
+    other = mu.to(x.dtype)[rows, 1 - cluster // 2]  # µ2 for ±µ1 clusters, µ1 for ±µ2
     s, r = sigma * math.sqrt(d), math.sqrt(math.log(1 / delta) / n)
     a1 = ((1 - (x * cen).sum(-1)) / s).amax(-1)
     a2 = ((x * other).sum(-1).abs() / s).amax(-1)
@@ -249,8 +250,8 @@ def lemma12_first_step(W0: torch.Tensor, A: torch.Tensor, x: torch.Tensor, y: to
     diff = torch.stack([N[:, 0] - N[:, 1], N[:, 2] - N[:, 3]], -1)  # (E, M, 2)
     predicted = alpha * a[None, :, None] / (2 * n) * diff  # eq. (30)
     proj = x @ mu.to(x.dtype).transpose(1, 2)  # (E, n, 2) <x_i, µ>
-    centre = torch.einsum("ekn,k->en", I, torch.tensor([1.0, -1.0, 0.0, 0.0], dtype=x.dtype))
-    centre2 = torch.einsum("ekn,k->en", I, torch.tensor([0.0, 0.0, 1.0, -1.0], dtype=x.dtype))
+    centre = torch.einsum("ekn,k->en", I, x.new_tensor([1.0, -1.0, 0.0, 0.0]))
+    centre2 = torch.einsum("ekn,k->en", I, x.new_tensor([0.0, 0.0, 1.0, -1.0]))
     z_proj = (proj - torch.stack([centre, centre2], -1)).abs()  # |<z_i, µ>|
     slack = z_proj + score0.abs()[..., None] / 4  # (E, n, 2)
     bound = alpha * a.abs()[None, :, None] / n * torch.einsum("enm,enk->emk", act, slack)

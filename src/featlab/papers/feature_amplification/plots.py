@@ -40,7 +40,7 @@ def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> Figure:
     e = np.asarray(etas)
 
     def ms(name):
-        v = [per_eta[x][name].double().numpy() for x in etas]
+        v = [per_eta[x][name].double().cpu().numpy() for x in etas]
         return np.array([a.mean() for a in v]), np.array([a.std() for a in v])
 
     ax = axes[0]

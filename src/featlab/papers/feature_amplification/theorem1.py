@@ -132,15 +132,16 @@ def linear_baselines(tr, te) -> dict[str, torch.Tensor]:
 
     acc_nb, acc_b = [], []
     for e in range(tr.x.shape[0]):
-        X, y = tr.x[e].double().numpy(), tr.y[e].numpy()
-        Xt, yt = te.x[e].double().numpy(), te.y_clean[e].numpy()
+        X, y = tr.x[e].double().cpu().numpy(), tr.y[e].cpu().numpy()
+        Xt, yt = te.x[e].double().cpu().numpy(), te.y_clean[e].cpu().numpy()
         for bias, out in ((False, acc_nb), (True, acc_b)):
             if len(np.unique(y)) < 2:
                 out.append(0.5)
                 continue
             clf = LogisticRegression(fit_intercept=bias, max_iter=500).fit(X, y)
             out.append(float((clf.predict(Xt) == yt).mean()))
-    return {"linear_nobias.clean_test_acc": torch.tensor(acc_nb), "linear_bias.clean_test_acc": torch.tensor(acc_b)}
+    return {"linear_nobias.clean_test_acc": torch.tensor(acc_nb, device="cpu"),  # sklearn's: on the CPU
+            "linear_bias.clean_test_acc": torch.tensor(acc_b, device="cpu")}
 
 
 def oracle_halfspace(dist, tr, te) -> torch.Tensor:
@@ -156,7 +157,7 @@ def oracle_halfspace(dist, tr, te) -> torch.Tensor:
                 if a > best_tr:
                     best_tr, best = a, float((h(te.x[e]) == te.y_clean[e]).double().mean())
         out.append(best)
-    return torch.tensor(out)
+    return torch.tensor(out, device="cpu")
 
 
 def _n_sweep(ctx, cfg: Theorem1Config, seeds: list[int], dtype) -> list[tuple]:

@@ -89,7 +89,7 @@ def _setting(cfg: FAAblationConfig, field: str, v) -> FADataConfig:
 
 def _train(ctx, sub: FADataConfig, tag: str):
     """The binary net of one setting on its own data (metrics prefixed by ``tag``) → (net, distribution)."""
-    dist, tr, _ = make_data(sub, ctx.seeds, ctx.dtype)
+    dist, tr, _ = make_data(sub, ctx.seeds, ctx.dtype, ctx.device)
     net, res = fit_binary(sub, ctx.seeds, dist, tr, prefix=tag + "binary.")
     ctx.trained(res)
     return net, dist
@@ -139,7 +139,7 @@ def _make(exp_id: str):
             for name, val in stats.items():
                 ctx.metric(f"{tag}binary.{name}", val)
             fid[v] = ctx.metrics[f"{tag}binary.fa_fidelity"]
-            panels.append((cos.mean(0).numpy(), f"{LABEL[field]} = {v:g}"))
+            panels.append((cos.mean(0).cpu().numpy(), f"{LABEL[field]} = {v:g}"))
         _draw(ctx, cfg, fig, panels)
         _judge(ctx, exp_id, vals, fid)
 

@@ -103,7 +103,7 @@ def ensemble(tgt: Target, dist, te, radii: list[float], attacks, pgd: dict, step
             m = subspace_direction_masks(tgt.score, tgt.lin, te.x, te.y, rs,
                                          directions(name, dist, te.x, te.y, te.cluster))
         if only is not None:
-            full = torch.ones((len(radii), *m.shape[1:]), dtype=torch.bool)
+            full = torch.ones((len(radii), *m.shape[1:]), dtype=torch.bool, device=m.device)
             full[only] = m
             m = full
         out[name] = m

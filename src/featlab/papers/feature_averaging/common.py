@@ -110,7 +110,7 @@ class FASyntheticConfig(FADataConfig):
         return [round(i * step, 3) for i in range(30)]
 
 
-def make_data(cfg: FADataConfig, seeds: list[int], dtype):
+def make_data(cfg: FADataConfig, seeds: list[int], dtype, device=None):
     """Distribution, training and test batches, all with a replica axis of len(seeds); the test batch is None
     for a config without ``n_test`` (the ablations measure weights, not test points).
 
@@ -119,7 +119,7 @@ def make_data(cfg: FADataConfig, seeds: list[int], dtype):
     data_seeds = seeds[:1] if cfg.shared_data else seeds
     dist = MultiClusterDistribution.create(
         data_seeds, cfg.k, cfg.d, cfg.positive_set(), alpha=cfg.alpha, sigma=cfg.sigma, centres=cfg.centres,
-        pairwise_cos=cfg.pairwise_cos, norm_scales=cfg.norm_scales, dtype=dtype)
+        pairwise_cos=cfg.pairwise_cos, norm_scales=cfg.norm_scales, dtype=dtype, device=device)
     n_test = getattr(cfg, "n_test", None)
     batches = [dist.sample(cfg.n, data_seeds, "train")] + ([dist.sample(n_test, data_seeds, "test")] if n_test else [])
     if cfg.shared_data:
@@ -135,21 +135,21 @@ def train_inputs(cfg, tr):
     return tr.x[0] if cfg.shared_data else tr.x
 
 
-def binary_net(cfg, seeds, dtype) -> EnsembleTwoLayer:
+def binary_net(cfg, seeds, dtype, device=None) -> EnsembleTwoLayer:
     """FA §3.2: f = (1/m)Σ_r ReLU(<w_{+,r},x> + b) − (1/m)Σ_r ReLU(<w_{−,r},x> + b), second layer fixed."""
     return EnsembleTwoLayer.init(seeds, cfg.d, signed_readout(cfg.m, cfg.m, 1 / cfg.m), sigma_w=cfg.sigma_w,
-                                 sigma_b=cfg.sigma_b, dtype=dtype, role="init/binary")
+                                 sigma_b=cfg.sigma_b, dtype=dtype, device=device, role="init/binary")
 
 
-def kclass_net(cfg, seeds, dtype) -> EnsembleTwoLayer:
+def kclass_net(cfg, seeds, dtype, device=None) -> EnsembleTwoLayer:
     """FA §4.2: f_j = (1/h) Σ_r ReLU(<w_{j,r}, x>), no bias."""
     return EnsembleTwoLayer.init(seeds, cfg.d, block_readout(cfg.k, cfg.h, 1 / cfg.h), sigma_w=cfg.sigma_w,
-                                 sigma_b=None, dtype=dtype, role="init/multiclass")
+                                 sigma_b=None, dtype=dtype, device=device, role="init/multiclass")
 
 
 def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
     """Full-batch GD on the logistic loss (FA eq. 1)."""
-    net = binary_net(cfg, seeds, tr.x.dtype)
+    net = binary_net(cfg, seeds, tr.x.dtype, tr.x.device)
     x = train_inputs(cfg, tr)
     mask = al.in_class_mask(dist.positive, cfg.m, cfg.m)
 
@@ -168,7 +168,7 @@ def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
 
 def fit_kclass(cfg, seeds, dist, tr, prefix="multiclass."):
     """Full-batch GD on the cross-entropy of the cluster labels (FA §3.2 / §4.2)."""
-    net = kclass_net(cfg, seeds, tr.x.dtype)
+    net = kclass_net(cfg, seeds, tr.x.dtype, tr.x.device)
     x, c = train_inputs(cfg, tr), tr.cluster
 
     def probe(step):

@@ -26,10 +26,10 @@ def orthogonal_centres(k: int, d: int, mode: str, gen: torch.Generator, pairwise
     """
     need = k + (1 if pairwise_cos > 0 else 0)
     if mode == "qr":
-        q, _ = torch.linalg.qr(torch.randn(d, need, generator=gen, dtype=torch.float64))
+        q, _ = torch.linalg.qr(torch.randn(d, need, generator=gen, dtype=torch.float64, device="cpu"))
         q = q.T  # (need, d) orthonormal rows
     elif mode == "basis":
-        q = torch.eye(d, dtype=torch.float64)[:need]
+        q = torch.eye(d, dtype=torch.float64, device="cpu")[:need]
     else:  # pragma: no cover - validated by the config
         raise ValueError(mode)
     if pairwise_cos > 0:
@@ -39,7 +39,7 @@ def orthogonal_centres(k: int, d: int, mode: str, gen: torch.Generator, pairwise
         mu = q
     mu = mu * d**0.5
     if norm_scales is not None:
-        mu = mu * torch.tensor(norm_scales, dtype=torch.float64)[:, None]
+        mu = mu * torch.tensor(norm_scales, dtype=torch.float64, device="cpu")[:, None]
     return mu
 
 
@@ -56,16 +56,16 @@ class MultiClusterDistribution:
     @classmethod
     def create(cls, seeds: list[int], k: int, d: int, positive: list[int], *, alpha: float = 1.0,
                sigma: float = 1.0, centres: str = "qr", pairwise_cos: float = 0.0,
-               norm_scales: list[float] | None = None, dtype=torch.float32) -> "MultiClusterDistribution":
+               norm_scales: list[float] | None = None, dtype=torch.float32, device=None) -> "MultiClusterDistribution":
         """Replica i's centres from the (seeds[i], "centres") stream (see :func:`orthogonal_centres`).
 
         ``positive``: the clusters of J+ as 0-based indices, like every class or cluster index in featlab (the
         paper's cluster j is index j − 1, ``mu[:, j - 1]``).
         """
         mu = torch.stack([orthogonal_centres(k, d, centres, generator(s, "centres"), pairwise_cos, norm_scales)
-                          for s in seeds]).to(dtype)
-        pos = torch.zeros(k, dtype=torch.bool)
-        pos[torch.tensor(positive, dtype=torch.long)] = True
+                          for s in seeds]).to(device=device, dtype=dtype)  # drawn on the CPU, then moved
+        pos = torch.zeros(k, dtype=torch.bool, device=mu.device)
+        pos[torch.tensor(positive, dtype=torch.long, device=mu.device)] = True
         return cls(mu, pos, alpha, sigma)
 
     @property
@@ -101,8 +101,9 @@ class MultiClusterDistribution:
         xs, ys, cs = [], [], []
         for e, s in enumerate(seeds):
             g = generator(s, role)
-            j = torch.randint(self.k, (n,), generator=g)
-            xi = torch.randn(n, self.d, generator=g, dtype=torch.float64).to(self.mu.dtype)
+            # drawn on the CPU stream (the same numbers on every device), then moved to the centres' device
+            j = torch.randint(self.k, (n,), generator=g, device="cpu").to(self.mu.device)
+            xi = torch.randn(n, self.d, generator=g, dtype=torch.float64, device="cpu").to(self.mu.device, self.mu.dtype)
             xs.append(self.alpha * self.mu[e, j] + self.sigma * xi)  # Def 3.1 / Remark A.5
             cs.append(j)
             ys.append(self.signs[j])

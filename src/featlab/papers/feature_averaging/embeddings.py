@@ -202,8 +202,8 @@ def _draw(ctx, t: _Task, bcos: torch.Tensor, kcos: torch.Tensor, corr: np.ndarra
     cfg: FAEmbeddingsConfig = ctx.cfg
     E, k = len(ctx.seeds), t.k
     ctx.figure(plots.heatmap_panels([
-        (bcos.mean(0).numpy(), f"(c) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
-        (kcos.mean(0).numpy(), f"(d) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
+        (bcos.mean(0).cpu().numpy(), f"(c) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
+        (kcos.mean(0).cpu().numpy(), f"(d) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
         f"Feature averaging vs decoupling on {t.src} (width {cfg.width}, h={cfg.h}; rows/columns: J+ classes "
         f"{[int(c) for c in t.order[: k // 2]]} first)"), "fig2cd_embedding_cosine")
 

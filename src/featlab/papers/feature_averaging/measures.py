@@ -24,7 +24,8 @@ def equivalent_weights(W: torch.Tensor, k: int) -> torch.Tensor:
 
 def in_class_mask(positive: torch.Tensor, m_pos: int, m_neg: int) -> torch.Tensor:
     """(k, 2m) mask of the entries (μ_j, w_{s,r}) with j ∈ J_s: positive neurons first, as in the paper."""
-    neuron_pos = torch.cat([torch.ones(m_pos, dtype=torch.bool), torch.zeros(m_neg, dtype=torch.bool)])
+    dev = positive.device
+    neuron_pos = torch.cat([torch.ones(m_pos, dtype=torch.bool, device=dev), torch.zeros(m_neg, dtype=torch.bool, device=dev)])
     return positive[:, None] == neuron_pos[None, :]
 
 
@@ -43,7 +44,7 @@ def averaging_stats(cos: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Te
 def decoupling_stats(cos: torch.Tensor) -> dict[str, torch.Tensor]:
     """Diagonal / off-diagonal statistics of a k-class network's (E, k, k) cosine matrix (Thm 4.7 (2))."""
     k = cos.shape[-1]
-    eye = torch.eye(k, dtype=torch.bool)
+    eye = torch.eye(k, dtype=torch.bool, device=cos.device)
     return {
         "cos_diag_mean": cos[:, eye].mean(-1),
         "cos_diag_min": cos[:, eye].min(-1).values,
@@ -94,11 +95,11 @@ def thm46_distance(model, mu: torch.Tensor, positive: torch.Tensor, m: int, *, s
     radius = d**0.5
 
     def gap(x):  # (E, S, d) → (E, S)
-        ffa = (x @ sums.transpose(1, 2)).clamp(min=0) @ torch.tensor([1.0, -1.0], dtype=x.dtype)
+        ffa = (x @ sums.transpose(1, 2)).clamp(min=0) @ torch.tensor([1.0, -1.0], dtype=x.dtype, device=x.device)
         return (C[:, None] * ffa - model(x)).abs()
 
     x = starts / starts.norm(dim=-1, keepdim=True) * radius
-    best = torch.zeros(E, dtype=W.dtype)
+    best = torch.zeros(E, dtype=W.dtype, device=W.device)
     lr = 0.1 * radius
     for t in range(steps):
         x = x.detach().requires_grad_(True)
@@ -146,7 +147,8 @@ def kclass_alignment(net, dist, k: int) -> tuple[torch.Tensor, dict[str, torch.T
         w = equivalent_weights(net.W, k)
         cos = cosine_matrix(dist.mu, w)
         stats = decoupling_stats(cos)
-        groups = torch.kron(torch.eye(k), torch.ones(net.W.shape[1] // k, 1))  # (k·h, k)
+        dev = net.W.device
+        groups = torch.kron(torch.eye(k, device=dev), torch.ones(net.W.shape[1] // k, 1, device=dev))  # (k·h, k)
         v = target_directions(dist.mu, groups)
         stats["fd_rel_residual"] = fit_coefficients(net.W, v)["rel_residual"].mean(-1)
     return cos, stats

@@ -80,7 +80,7 @@ CLAIMS = [
 def fa_synthetic(ctx) -> None:
     cfg: FASyntheticConfig = ctx.cfg
     seeds = ctx.seeds
-    dist, tr, te = make_data(cfg, seeds, ctx.dtype)
+    dist, tr, te = make_data(cfg, seeds, ctx.dtype, ctx.device)
     bnet, bres = fit_binary(cfg, seeds, dist, tr)
     ctx.trained(bres)
     knet, kres = fit_kclass(cfg, seeds, dist, tr)
@@ -146,9 +146,9 @@ def _clean_accuracy(dist, te, bnet, knet) -> dict[str, torch.Tensor]:
 def _thm46(cfg: FASyntheticConfig, seeds, dist, tr, bnet) -> dict[str, torch.Tensor]:
     """Thm 4.6: sup-distance of the binary net to C·f_FA on the sphere of radius √d, searched from random starts
     and from training points."""
-    rand = torch.stack([torch.randn(cfg.thm46_starts, cfg.d, generator=generator(s, "thm46"), dtype=torch.float64)
-                        for s in seeds])  # each replica from its own stream
-    starts = torch.cat([rand.to(tr.x.dtype), tr.x[:, : cfg.thm46_starts]], 1)
+    rand = torch.stack([torch.randn(cfg.thm46_starts, cfg.d, generator=generator(s, "thm46"), dtype=torch.float64,
+                                    device="cpu") for s in seeds])  # each replica from its own (CPU) stream
+    starts = torch.cat([rand.to(tr.x.device, tr.x.dtype), tr.x[:, : cfg.thm46_starts]], 1)
     t46 = al.thm46_distance(bnet, dist.mu, dist.positive, cfg.m, starts=starts, steps=cfg.thm46_steps)
     return {"binary.thm46_bound": t46["bound"], "binary.thm46_estimate": t46["estimate"],
             "binary.thm46_scale": t46["scale"], "binary.thm46_relative": t46["estimate"] / t46["scale"]}
@@ -202,8 +202,8 @@ def _draw(ctx, cfg: FASyntheticConfig, bcos, kcos, curves) -> None:
     """Fig 2a/2b (cosine maps, mean over seeds) and Fig 3 left (robust accuracy vs radius, the paper's beside)."""
     k, d, E = cfg.k, cfg.d, bcos.shape[0]
     ctx.figure(plots.heatmap_panels([
-        (bcos.mean(0).numpy(), f"(a) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
-        (kcos.mean(0).numpy(), f"(b) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
+        (bcos.mean(0).cpu().numpy(), f"(a) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
+        (kcos.mean(0).cpu().numpy(), f"(b) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
         f"Feature averaging vs decoupling (k={k}, d={d}, m={cfg.m}, n={cfg.n}, η={cfg.eta:g}, T={cfg.T})"),
         "fig2ab_cosine")
     (b_w, k_w) = curves["worst"]

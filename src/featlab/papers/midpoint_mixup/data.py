@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ...utils import generator, per_replica
+from ...utils import cpu_draws, generator, per_replica
 from ...data.base import Batch
 
 
@@ -32,13 +32,13 @@ def feature_index(y: torch.Tensor | int, ell: int) -> torch.Tensor | int:
     return 2 * y + (ell - 1)
 
 
-def orthonormal_features(seeds: list[int], k: int, d: int, dtype=torch.float64) -> torch.Tensor:
+def orthonormal_features(seeds: list[int], k: int, d: int, dtype=torch.float64, device=None) -> torch.Tensor:
     """(E, 2k, d): 2k orthonormal features per replica, rows of the QR of a Gaussian d × 2k matrix."""
     def draw(g):
-        q, _ = torch.linalg.qr(torch.randn(d, 2 * k, generator=g, dtype=torch.float64))
+        q, _ = torch.linalg.qr(torch.randn(d, 2 * k, generator=g, dtype=torch.float64, device="cpu"))
         return q.T.contiguous()
 
-    return per_replica(seeds, "features", draw, dtype=dtype)
+    return per_replica(seeds, "features", draw, device=device, dtype=dtype)
 
 
 # ------------------------------------------------------------------------------------------ Def 3.1
@@ -51,9 +51,10 @@ class LinearMultiView:
     beta_hi: float = 0.9
 
     def sample(self, n: int, seeds: list[int], role: str = "train", dtype=torch.float64,
-               labels: torch.Tensor | None = None) -> Batch:
+               labels: torch.Tensor | None = None, device=None) -> Batch:
         k = self.k
 
+        @cpu_draws
         def draw(g):
             y = torch.randint(k, (n,), generator=g) if labels is None else labels.clone()
             beta = self.beta_lo + (self.beta_hi - self.beta_lo) * torch.rand(n, generator=g, dtype=torch.float64)
@@ -62,7 +63,7 @@ class LinearMultiView:
             x[torch.arange(n), 2 * y + 1] = 1 - beta
             return torch.cat([x, y[:, None].double(), beta[:, None]], 1)
 
-        out = per_replica(seeds, f"data/{role}", draw)
+        out = per_replica(seeds, f"data/{role}", draw, device=device)
         return Batch(out[..., : 2 * k].to(dtype), out[..., 2 * k].long(), {"beta": out[..., 2 * k + 1].to(dtype)})
 
 
@@ -93,6 +94,7 @@ class MultiViewDistribution:
         return 2 * self.k
 
     # ---------------------------------------------------------------- one replica
+    @cpu_draws
     def _beta(self, g, shape):
         lo, hi = self.delta1, self.delta2 - self.delta1
         u = torch.rand(*shape, generator=g, dtype=torch.float64)
@@ -100,6 +102,7 @@ class MultiViewDistribution:
             u = (u + torch.rand(*shape, generator=g, dtype=torch.float64)) / 2
         return lo + (hi - lo) * u
 
+    @cpu_draws
     def _draw(self, g: torch.Generator, n: int, labels: torch.Tensor | None):
         k, P, C, Q = self.k, self.P, self.C_P, self.Q
         y = torch.randint(k, (n,), generator=g) if labels is None else labels.clone().long()
@@ -136,15 +139,18 @@ class MultiViewDistribution:
         return x, y, beta, s
 
     def sample(self, n: int, seeds: list[int], role: str = "train", dtype=torch.float64,
-               labels: torch.Tensor | None = None) -> Batch:
-        """N i.i.d. draws per replica from the (seed, data/role) stream; ``labels`` (n,) fixes y."""
+               labels: torch.Tensor | None = None, device=None) -> Batch:
+        """N i.i.d. draws per replica from the (seed, data/role) stream (on the CPU, then moved to ``device``);
+        ``labels`` (n,) fixes y."""
+        labels = None if labels is None else labels.cpu()
         xs, ys, bs, ss = zip(*[self._draw(generator(s, f"data/{role}"), n, labels) for s in seeds])
         return Batch(torch.stack(xs).to(dtype), torch.stack(ys),
-                     {"beta": torch.stack(bs).to(dtype), "noise_classes": torch.stack(ss)})
+                     {"beta": torch.stack(bs).to(dtype), "noise_classes": torch.stack(ss)}).to(device)
 
-    def sample_balanced(self, per_class: int, seeds: list[int], role: str = "test", dtype=torch.float64) -> Batch:
-        labels = torch.arange(self.k).repeat_interleave(per_class)
-        return self.sample(len(labels), seeds, role, dtype, labels=labels)
+    def sample_balanced(self, per_class: int, seeds: list[int], role: str = "test", dtype=torch.float64,
+                        device=None) -> Batch:
+        labels = torch.arange(self.k, device="cpu").repeat_interleave(per_class)
+        return self.sample(len(labels), seeds, role, dtype, labels=labels, device=device)
 
     # ---------------------------------------------------------------- Def 4.5
     def single_view(self, x: torch.Tensor, y: torch.Tensor, ell: int) -> torch.Tensor:
@@ -183,7 +189,7 @@ def compress_patches(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     per-point γ the P − 2C_P identical noise patches become one patch of multiplicity P − 2C_P.
     """
     P = x.shape[-2]
-    keep, mult, taken = [], [], torch.zeros(P, dtype=torch.bool)
+    keep, mult, taken = [], [], torch.zeros(P, dtype=torch.bool, device=x.device)
     flat = x.movedim(-2, 0).reshape(P, -1)
     for p in range(P):
         if taken[p]:
@@ -192,4 +198,4 @@ def compress_patches(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         taken |= same
         keep.append(p)
         mult.append(int(same.sum()))
-    return x[..., keep, :].contiguous(), torch.tensor(mult, dtype=x.dtype)
+    return x[..., keep, :].contiguous(), torch.tensor(mult, dtype=x.dtype, device=x.device)

@@ -27,7 +27,8 @@ def correlations(W: torch.Tensor, k: int, V: torch.Tensor | None = None) -> torc
 def correlation_stats(corr: torch.Tensor) -> dict[str, torch.Tensor]:
     E, k = corr.shape[:2]
     eye = torch.eye(k, dtype=torch.bool, device=corr.device)
-    diag = corr[:, torch.arange(k), :, torch.arange(k)]  # (k, E, m, 2)
+    ar = torch.arange(k, device=corr.device)
+    diag = corr[:, ar, :, ar]  # (k, E, m, 2)
     Lam = diag.movedim(0, 1).max(2).values  # (E, k, 2): Λ_{y,ℓ}
     off = corr.masked_fill(eye[None, :, None, :, None], float("-inf")).amax((2, 3, 4))  # (E, k)
     return {"Lambda": Lam, "gap": (Lam[..., 0] - Lam[..., 1]).abs(), "offdiag_max": off}
@@ -47,7 +48,7 @@ def feature_test(model, dist, test, threshold: float = 0.9, embed_fn=None) -> tu
         gy = logits.gather(-1, test.y[..., None]).squeeze(-1)
         rival = logits.scatter(-1, test.y[..., None], float("-inf")).max(-1).values
         ok = (gy > rival).to(logits.dtype)  # strict: ties are failures
-        per_class = torch.zeros(ok.shape[0], k, dtype=ok.dtype).scatter_add_(1, test.y, ok)
+        per_class = ok.new_zeros(ok.shape[0], k).scatter_add_(1, test.y, ok)
         count = torch.zeros_like(per_class).scatter_add_(1, test.y, torch.ones_like(ok))
         acc.append(per_class / count.clamp(min=1))
     acc = torch.stack(acc, -1)

@@ -259,9 +259,9 @@ def _judge(ctx, m: dict) -> None:
 def _draw(ctx, cfg: LinearConfig, m: dict) -> None:
     gaps, gap_min = m["gaps"], m["gap_min"]
     fig = plots_mm.lines(np.asarray(cfg.scales),
-                         [(gaps["lemma32.gap_equal"][0].numpy().clip(1e-16), "equal correlations (Lemma 3.2)", "o-"),
-                          (gaps["lemma32.gap_unequal"][0].numpy().clip(1e-16), f"unequal (1 ± {cfg.unequal:g})", "s--")]
-                         + [(gaps[f"a={a:g}.prop33_gap"][0].numpy().clip(1e-16), f"Beta({a:g},{a:g}) Mixup, equal "
+                         [(gaps["lemma32.gap_equal"][0].cpu().numpy().clip(1e-16), "equal correlations (Lemma 3.2)", "o-"),
+                          (gaps["lemma32.gap_unequal"][0].cpu().numpy().clip(1e-16), f"unequal (1 ± {cfg.unequal:g})", "s--")]
+                         + [(gaps[f"a={a:g}.prop33_gap"][0].cpu().numpy().clip(1e-16), f"Beta({a:g},{a:g}) Mixup, equal "
                              "corr.", "-") for a in gap_min],
                          "scale γ of g", "J(γg) − inf J", f"Lemma 3.2 / Prop 3.3 (k={cfg.k}, N={cfg.N})", logy=True)
     fig.axes[0].set_xscale("log")
@@ -270,8 +270,8 @@ def _draw(ctx, cfg: LinearConfig, m: dict) -> None:
         ys = []
         for j, kk in enumerate(cfg.grad_ks):
             Cg, mm, er = m["curves"][kk]
-            ys += [(mm.min(-1).values.numpy().clip(1e-300), f"{cfg.prop34_loss}, k={kk} (min over y)", f"C{j}o-"),
-                   (er.max(-1).values.numpy().clip(1e-300), f"ERM, k={kk} (max over y)", f"C{j}s--"),
+            ys += [(mm.min(-1).values.cpu().numpy().clip(1e-300), f"{cfg.prop34_loss}, k={kk} (min over y)", f"C{j}o-"),
+                   (er.max(-1).values.cpu().numpy().clip(1e-300), f"ERM, k={kk} (max over y)", f"C{j}s--"),
                    (np.asarray([kk ** (1 - 0.1 * c) for c in Cg]), f"k^(1−0.1C), k={kk}", f"C{j}:"),
                    (np.full(len(Cg), PROP34_CONSTANT / kk**2), f"{PROP34_CONSTANT:g}/k², k={kk}", f"C{j}-.")]
         ctx.figure(plots_mm.lines(np.asarray(cfg.grad_C), ys, "C  (Δ_y = C log k)",

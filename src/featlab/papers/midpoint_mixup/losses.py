@@ -85,7 +85,8 @@ def mixup_sampled_loss(model, x: torch.Tensor, y: torch.Tensor, partner: torch.T
     H = patch_preactivation(model, x)
     E, N = y.shape
     Hj = H.gather(1, partner.to(H.device)[:, :, None, None].expand(-1, -1, *H.shape[2:]))
-    lam = lam.to(H.dtype).expand(E, N) if lam.shape[1] == 1 else lam.to(H.dtype)
+    lam = lam.to(H.device, H.dtype)  # drawn on a CPU generator
+    lam = lam.expand(E, N) if lam.shape[1] == 1 else lam
     lm = lam[:, :, None, None]
     logp = logits_from_preact(model, lm * H + (1 - lm) * Hj, mult).log_softmax(-1)
     yj = y.gather(1, partner.to(y.device))

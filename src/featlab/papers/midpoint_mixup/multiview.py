@@ -134,18 +134,20 @@ CLAIMS = [
 EXACT = {"erm": ("thm46", lambda share: share[:, 1] >= 0.7), "midpoint": ("thm47", lambda share: share[:, 2] == 1)}
 
 
-def _data(cfg: MultiViewConfig, seeds):
+def _data(cfg: MultiViewConfig, seeds, device=None):
     dist = MultiViewDistribution(cfg.k, cfg.P, cfg.C_P, cfg.delta1, cfg.delta2, cfg.delta3, cfg.delta4, cfg.Q,
                                  cfg.positions, cfg.bijection, cfg.beta_law, cfg.noise_classes, cfg.gamma_law)
-    return dist, dist.sample(cfg.N, seeds, "train"), dist.sample_balanced(cfg.n_test_per_class, seeds, "test")
+    return dist, dist.sample(cfg.N, seeds, "train", device=device), dist.sample_balanced(
+        cfg.n_test_per_class, seeds, "test", device=device)
 
 
-def patch_cnn(cfg: MultiViewConfig, seeds, dtype, dim: int) -> EnsembleTwoLayer:
+def patch_cnn(cfg: MultiViewConfig, seeds, dtype, dim: int, device=None) -> EnsembleTwoLayer:
     """Def 4.2: g^y = Σ_r Σ_p ReLU~(<w_{y,r}, x^(p)>), w^(0) ~ N(0, I/d), no bias, read-out fixed at 1.
 
     ``dim`` = 2k (reduced: the init of the correlations, N(0, 1/d) i.i.d.) or d (full)."""
     return EnsembleTwoLayer.init(seeds, dim, block_readout(cfg.k, cfg.m, 1.0), sigma_w=1 / math.sqrt(cfg.d),
-                                 sigma_b=None, dtype=dtype, activation=SmoothedReLU(cfg.alpha, cfg.rho), role="init")
+                                 sigma_b=None, dtype=dtype, device=device, activation=SmoothedReLU(cfg.alpha, cfg.rho),
+                                 role="init")
 
 
 def make_loss(method: str, cfg, net, x, y, mult, seeds):
@@ -162,7 +164,7 @@ def make_loss(method: str, cfg, net, x, y, mult, seeds):
 
     def sampled(step):
         partner = random_pairing(N, generator=gens, independent=True)  # (E, N): one uniform partner per point
-        lam = (torch.full((len(seeds), 1), 0.5) if method == "midpoint" else sample_beta(cfg.mixup_a, 1, gens))
+        lam = (torch.full((len(seeds), 1), 0.5, device=x.device) if method == "midpoint" else sample_beta(cfg.mixup_a, 1, gens))
         return mixup_sampled_loss(net, x, y, partner, lam, mult)
 
     return sampled
@@ -182,7 +184,7 @@ def fit(method, cfg, seeds, dtype, dist, tr, te, V=None):
     xc, mult = compress_patches(tr.x.to(dtype))
     emb = (lambda z: z) if V is None else (lambda z: embed(z, V))
     x = emb(xc)
-    net = patch_cnn(cfg, seeds, dtype, 2 * cfg.k if V is None else cfg.d)
+    net = patch_cnn(cfg, seeds, dtype, 2 * cfg.k if V is None else cfg.d, tr.x.device)
     k = cfg.k
 
     def probe(step):
@@ -260,7 +262,7 @@ def _judge(ctx, cfg: MultiViewConfig, finals: dict) -> None:
 # ------------------------------------------------------------------------------------------ draw
 def _draw(ctx, cfg: MultiViewConfig, seeds, finals: dict, frames: dict) -> None:
     k = cfg.k
-    counts_np = {m: finals[m]["counts"].numpy() for m in finals}
+    counts_np = {m: finals[m]["counts"].cpu().numpy() for m in finals}
     ctx.figure(plots_mm.learned_counts(counts_np, seeds, k, f"Def 4.5: features learned per class (k={k}, "
                                        f"d={cfg.d:.0e}, {cfg.steps} GD steps)"), "learned_counts")
     lam, steps_m, frac = {}, {}, {}
@@ -293,8 +295,8 @@ def _draw(ctx, cfg: MultiViewConfig, seeds, finals: dict, frames: dict) -> None:
 def mm_multiview(ctx) -> None:
     cfg: MultiViewConfig = ctx.cfg
     seeds, dtype = ctx.seeds, ctx.dtype
-    dist, tr, te = _data(cfg, seeds)
-    V = orthonormal_features(seeds, cfg.k, cfg.d, dtype) if cfg.simulation == "full" else None
+    dist, tr, te = _data(cfg, seeds, ctx.device)
+    V = orthonormal_features(seeds, cfg.k, cfg.d, dtype, ctx.device) if cfg.simulation == "full" else None
     tr, te = tr.to(dtype=dtype), te.to(dtype=dtype)
     _note_regime(ctx, cfg, dist, tr)
     finals, frames = {}, {}

@@ -1,0 +1,94 @@
+"""Device correctness without a GPU, and GPU-vs-CPU equality where a GPU is present (``-m gpu``).
+
+Without a GPU a tensor on the wrong device cannot crash, so the guard below makes the mistake visible: every
+tensor factory called from featlab's code (``torch.zeros``, ``torch.tensor``, ``torch.randn``, ...) must say its
+``device=`` (or be a ``*_like``/``new_*`` call, which follows its input). A factory without one lands on the default
+device, the CPU, beside inputs that may live on a GPU: exactly the bug that made PGD crash on CUDA.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._device import _device_constructors
+
+import featlab
+from featlab.config import parse_overrides
+from featlab.nn.twolayer import EnsembleTwoLayer, signed_readout
+from featlab.probes.robustness import pgd_l2, robust_masks
+from featlab.train.loop import train
+
+ROOT = str(Path(featlab.__file__).parent)
+TINY = {
+    "fa-synthetic": "seeds=1 k=4 d=32 m=2 n=60 n_test=20 T=5 radii=[0,2] pgd_steps=2 thm46_starts=2 thm46_steps=2",
+    "mm-multiview": "seeds=1 k=4 N=12 P=8 m=2 steps=5 probe_every=5 n_test_per_class=5 pairs=sampled",
+    "rfa-theorem1": "seeds=1 d=60 n=100 m=21 n_test=100 n_sweep=[30] noise=boundary",
+}
+
+
+class ExplicitDevice(TorchFunctionMode):
+    """Records featlab's tensor factories called without ``device=`` (module-level constants aside)."""
+
+    def __init__(self):
+        super().__init__()
+        self.missing: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _device_constructors() and kwargs.get("device") is None \
+                and not (args and isinstance(args[0], torch.Tensor)):  # as_tensor(t) keeps t's device
+            f = sys._getframe(1)
+            while f is not None and "torch" in f.f_code.co_filename and ROOT not in f.f_code.co_filename:
+                f = f.f_back  # through torch's own wrappers to the caller
+            if f is not None and f.f_code.co_filename.startswith(ROOT) and f.f_code.co_name != "<module>":
+                self.missing.append(f"{f.f_code.co_filename[len(ROOT) + 1:]}:{f.f_lineno} torch.{func.__name__}")
+        return func(*args, **kwargs)
+
+
+def _net_and_data():
+    net = EnsembleTwoLayer.init([0, 1], 8, signed_readout(3, 3, 1 / 3), sigma_w=0.5, sigma_b=0.1)
+    x = torch.randn(2, 10, 8, generator=torch.Generator().manual_seed(0), device="cpu")
+    return net, x, torch.sign(x[..., 0])
+
+
+def test_attacks_and_trainer_create_every_tensor_on_their_inputs_device():
+    net, x, y = _net_and_data()
+    with ExplicitDevice() as guard:
+        pgd_l2(net, x, y, 0.5, steps=3, step_size=0.1, generator=torch.Generator().manual_seed(1))  # the old bug
+        robust_masks(net, x, y, [0.0, 0.5, 1.0], steps=2, generator=torch.Generator().manual_seed(2))
+        train([net.W], lambda step: (net(x) * y).neg().exp().mean(-1), 3, seeds=[0, 1], lr=0.1,
+              probe=lambda step: {"w": net.W.norm(dim=(1, 2))}, probe_every=2)
+    assert guard.missing == []
+
+
+def test_the_guard_catches_a_factory_without_device():
+    def buggy(x):
+        return x * torch.as_tensor(2.0, dtype=x.dtype)  # what pgd_l2 did with step_size
+
+    buggy.__code__ = buggy.__code__.replace(co_filename=str(Path(ROOT) / "probes" / "fake.py"))
+    with ExplicitDevice() as guard:
+        buggy(torch.ones(2))
+    assert guard.missing and "torch.as_tensor" in guard.missing[0]
+
+
+@pytest.mark.parametrize("exp", sorted(TINY))
+def test_experiments_create_every_tensor_on_the_run_device(exp, out):
+    with ExplicitDevice() as guard:
+        rec = featlab.run(exp, out=out, quiet=True, device="cpu", **parse_overrides(TINY[exp].split()))
+    assert rec.status == "complete" and guard.missing == []
+    assert rec.summary["device_type"] == "cpu" and rec.summary["device"].startswith("cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("exp", sorted(TINY))
+def test_cuda_run_matches_cpu(exp, out):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    kw = parse_overrides(TINY[exp].split())
+    cpu = featlab.run(exp, out=out / "cpu", quiet=True, device="cpu", dtype="float64", **kw)
+    gpu = featlab.run(exp, out=out / "cuda", quiet=True, device="cuda", dtype="float64", **kw)
+    assert gpu.summary["device_type"] == "cuda"
+    for k, v in cpu.summary["metrics"].items():  # the same draws (CPU generators); float64 kernels differ slightly
+        assert gpu.summary["metrics"][k] == pytest.approx(v, rel=1e-6, abs=1e-9, nan_ok=True), k
