@@ -4,6 +4,7 @@ import pytest
 import torch
 
 os.environ.setdefault("FEATLAB_PROGRESS", "0")
+os.environ.setdefault("FEATLAB_PDF", "0")  # PNGs only: drawing a PDF too doubles a small run's cost
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 

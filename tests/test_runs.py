@@ -14,7 +14,8 @@ TINY = dict(seeds=2, k=4, d=32, m=2, n=80, n_test=40, T=10, eta=0.05, radii=[0, 
             thm46_starts=2, thm46_steps=2)
 
 
-def test_run_record_layout_and_summary(out):
+def test_run_record_layout_and_summary(out, monkeypatch):
+    monkeypatch.setenv("FEATLAB_PDF", "1")  # the suite skips PDFs elsewhere; here both formats are checked
     res = featlab.run("fa-synthetic", out=out, **TINY)
     d = res.dir
     assert d.parent.name == "fa-synthetic" and d.parent.parent == out

@@ -6,6 +6,8 @@ the run record. A failed claim is a scientific result, not an error: it is recor
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,10 +86,12 @@ class RunContext:
         return result
 
     def figure(self, fig, name: str) -> Path:
-        """Save a matplotlib Figure as figures/<name>.png and .pdf (no pyplot state involved)."""
+        """Save a matplotlib Figure as figures/<name>.png and .pdf (no pyplot state involved); FEATLAB_PDF=0 skips
+        the PDF (the test suite does: it halves the cost of drawing)."""
         png = self.dir / "figures" / f"{name}.png"
         fig.savefig(png, dpi=130, bbox_inches="tight")
-        fig.savefig(png.with_suffix(".pdf"), bbox_inches="tight")
+        if os.environ.get("FEATLAB_PDF", "1") != "0":
+            fig.savefig(png.with_suffix(".pdf"), bbox_inches="tight")
         rel = f"figures/{name}.png"
         self.figures.append(rel)
         return png

@@ -18,7 +18,7 @@ import math
 
 import torch
 
-_BLOCK_ELEMENTS = 1 << 18  # activations per block: (E, B, B, P, M) ≈ 1 MB of float32, within L2/L3
+_BLOCK_ELEMENTS = 1 << 17  # activations per replica and block: (B, B, P, M) ≈ 0.5 MB of float32
 
 
 def all_pairs_sum(model, H: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, wts: torch.Tensor,
@@ -28,7 +28,8 @@ def all_pairs_sum(model, H: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, wt
     H (E, N, P, M) pre-activations, y (E, N), lam (E, L), wts (L,). ``symmetric``: the unordered pairs i ≤ j, weight
     2 off the diagonal (see mixup_all_pairs_loss); else all N² ordered pairs. At most ``chunk`` pairs per block."""
     E, N, P, M = H.shape
-    block = max(1, min(math.isqrt(max(chunk, 1)), math.isqrt(max(_BLOCK_ELEMENTS // (E * P * M), 1)), N))
+    # the block depends on one replica's shapes only, never on E: replica i sums in the same order alone or batched
+    block = max(1, min(math.isqrt(max(chunk, 1)), math.isqrt(max(_BLOCK_ELEMENTS // (P * M), 1)), N))
     return _AllPairsSum.apply(H, model, y, lam, wts, mult, symmetric, block)
 
 
