@@ -52,6 +52,7 @@ register_paper("midpoint-mixup", "Midpoint Mixup (Chidambaram et al.; ICML 2023)
 
 from . import multiview, linear  # noqa: E402,F401  (registers mm-multiview, then mm-linear: keep this order)
 from . import spurious  # noqa: E402,F401
+from . import phase  # noqa: E402,F401  (mm-phase)
 from .spurious_data import SpuriousChannels  # noqa: E402
 
 __all__ = ["SpuriousChannels"]
