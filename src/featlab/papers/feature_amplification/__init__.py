@@ -13,7 +13,8 @@ RESULTS = [
              "(tests/test_rfa_probes.py::test_assumption_checker)"),
     R("Thm 1 (1)", "at T every clean training point is right, every noisy one wrong",
       claims=("rfa.thm1_pattern", "rfa.fig1_pattern")),
-    R("Thm 1 (2)", "test error ≤ η + C√(log(1/δ)/n)", claims=("rfa.thm1_test_err", "rfa.thm1_clean")),
+    R("Thm 1 (2)", "test error ≤ η + C√(log(1/δ)/n)", claims=("rfa.thm1_test_err", "rfa.thm1_clean",
+                                                              "rfa.phase_early_tracks_eta")),
     R("Prop 2", "relative feature-map change ≥ 1/(C ω√(md)): feature learning, not NTK", claims=("rfa.prop2",)),
     R("Lemma 3", "init norms in [1/2, 3/2]·ω√d; most |<w_j, µ>| ≥ ω/(2C0)",
       claims=("rfa.lemma3_norm",),
@@ -46,13 +47,14 @@ RESULTS = [
       claims=("rfa.fig1_pattern", "rfa.fig1_fstar")),
     R("Fig 2", "long training: n ≫ d loses accuracy after fitting noise; d ≫ n stays at 85% after interpolating",
       claims=("rfa.fig2_high_T", "rfa.fig2_low_peak", "rfa.fig2_low_drops", "rfa.fig2_low_fits",
-              "rfa.fig2_high_interpolates", "rfa.fig2_high_benign")),
+              "rfa.fig2_high_interpolates", "rfa.fig2_high_benign", "rfa.phase_benign", "rfa.phase_harmful")),
 ]
 
 register_paper("feature-amplification", "Random Feature Amplification (Frei, Chatterji, Bartlett; JMLR 2023)",
                prefix="rfa", results=RESULTS)
 
 from . import theorem1, amplification, figures  # noqa: E402,F401  (each registers its experiments)
+from . import phase  # noqa: E402,F401  (rfa-phase)
 from .data import XORClusterDistribution  # noqa: E402
 
 __all__ = ["XORClusterDistribution"]

@@ -44,7 +44,8 @@ def phase_figure(cfg, share: dict, ds: list, levels: dict):
             if c == 0:
                 ax.set_ylabel("feature noise δ3 (= δ4)")
     fig.suptitle(f"Share of classes that learn both features (Def 4.5), {cfg.steps} GD steps, η={cfg.eta:g}, "
-                 f"N={cfg.n_per_class}·k, mean of {cfg.seeds} seed(s); orange: the theory's δ3, dashed: the claim's region",
+                 f"N={cfg.n_per_class}·k, mean of {cfg.seeds} seed(s); orange: the theory's δ3, "
+                 "dashed: the claim's region",
                  fontsize=9)
     fig.tight_layout()
     return fig
