@@ -117,8 +117,9 @@ def loglog_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float
     "fa-phase", paper="feature-averaging", reference="Thms 4.5/4.7 (beyond the paper: phase diagram)",
     summary="over a (k, d) grid: binary cosine vs 1/√(k/2), critical radii vs √(d/k) and √(d/2), fitted exponents",
     config=FAPhaseConfig,
-    controls=[Control("untrained", {"T": 0}, "T = 0: the nets at their random init (σ = 1e-5): no averaging, no "
-                      "classifier, so no critical radius (NaN) and no exponent")],
+    controls=[Control("untrained", {"T": 0, "seeds": 1, "n_test": 100, "n_radii": 5},
+                      "T = 0: the nets at their random init (σ = 1e-5): no averaging, no classifier, so no critical "
+                      "radius (NaN) and no exponent (one seed, 100 test points, 5 radii, for cost)")],
     presets={"quick": {"seeds": 2, "ks": [4, 8, 16], "ds": [1024, 2048, 4096], "n_test": 200, "n_radii": 13,
                        "pgd_steps": 20, "convergence_check": False},
              "paper": {"seeds": 3, "ks": [4, 8, 16, 32], "ds": [1024, 2048, 4096, 8192, 16384], "n_test": 500,

@@ -129,8 +129,9 @@ def _cells(values: list, vec: torch.Tensor, levels, ds) -> np.ndarray:
     "mm-phase", paper="midpoint-mixup", reference="Thms 4.6/4.7 (beyond the paper: phase diagram)",
     summary="share of classes learning both features under ERM / Midpoint / Mixup over d (1e4..1e9), δ3 and k",
     config=MMPhaseConfig, claims=CLAIMS,
-    controls=[Control("untrained", {"steps": 1}, "one GD step from the N(0, I/d) init: no method learns a feature "
-                      "anywhere, so no share falls with d and no method leads another")],
+    controls=[Control("untrained", {"steps": 1, "eta": 1e-9}, "the nets at their N(0, I/d) init (one step of "
+                      "η = 1e-9): below ρ ReLU~ is homogeneous, so the init's Def 4.5 verdicts are the same at every "
+                      "d (same seed, same direction) — no share falls with d and no method leads another")],
     presets={"quick": {"seeds": 1, "ks": [10], "ds": [1e4, 3e4, 1e5], "n_per_class": 6, "steps": 1500,
                        "methods": ["erm", "midpoint"], "probe_every": 250, "dtype": "float32",
                        "n_test_per_class": 50, "region_d_lo": 1e5, "region_d_hi": 1e5},
