@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
@@ -27,7 +28,7 @@ from ...nn.twolayer import sign_prediction
 from ...runs.claims import AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
 from ...utils import Replicas
-from .common import RFABase, gd_logspaced, make_dist, make_net
+from .common import RFABase, SegmentedRun, gd_logspaced, make_dist, make_net
 from .data import f_star
 from .phase_plots import phase_figure
 
@@ -36,14 +37,16 @@ class RFAPhaseConfig(RFABase):
     etas: list[float] = Field([0.0, 0.1, 0.2, 0.3], min_length=1, description="noise rates η")
     n: int = Field(40, ge=1, description="training points n (fixed; d/n moves with d)")
     ds: list[int] = Field([4, 13, 40, 130, 400], min_length=2, description="input dimensions d")
-    steps_long: int = Field(20_000, ge=1, description="GD iterations of the long run (interpolation)")
+    steps_long: int = Field(20_000, ge=0, description="GD iterations of the long run (interpolation); 0 = the "
+                            "untrained net, a control (then 'at T' reads the init too)")
     per_decade: int = Field(4, ge=1, description="probes per decade of iterations (log-spaced)")
 
     @model_validator(mode="after")
     def _valid(self):
         for e in self.etas:
             check(0 <= e < 0.5, "etas", f"must hold noise rates in [0, 1/2); got {e!r}", "e.g. 0.15")
-        check(self.steps_long >= self.T(), "steps_long", f"must be >= Thm 1's T = {self.T()}")
+        check(self.steps_long == 0 or self.steps_long >= self.T(), "steps_long",
+              f"must be 0 (untrained) or >= Thm 1's T = {self.T()}")
         return self
 
 
@@ -74,8 +77,13 @@ def _run_d(cfg: RFAPhaseConfig, seeds, d: int, dtype):
             return {"test_err": (sign_prediction(net(te.x)) != te.y).to(dtype).mean(-1),
                     "train_acc": (sign_prediction(net(tr.x)) == tr.y).to(dtype).mean(-1)}
 
-    res = gd_logspaced(net, tr, cfg.steps_long, cfg.alpha, reps, probe, cfg.per_decade, desc=f"d={d} GD",
-                       threads=cfg.threads)
+    if cfg.steps_long == 0:  # the untrained net (a control): one probe at the init
+        rows = [(s, 0, lab + name, float(v[i])) for name, v in probe(0).items()
+                for i, (s, lab) in enumerate(zip(reps, reps.labels))]
+        res = SegmentedRun("complete", "", pd.DataFrame(rows, columns=["seed", "step", "metric", "value"]))
+    else:
+        res = gd_logspaced(net, tr, cfg.steps_long, cfg.alpha, reps, probe, cfg.per_decade, desc=f"d={d} GD",
+                           threads=cfg.threads)
     with torch.no_grad():
         e_star = (sign_prediction(f_star(te.x, dist.mu)) != te.y_clean).to(torch.float64).mean(-1)
     return reps, res, e_star
@@ -85,9 +93,9 @@ def _run_d(cfg: RFAPhaseConfig, seeds, d: int, dtype):
     "rfa-phase", paper="feature-amplification", reference="Thm 1, Fig 2 (beyond the paper: phase diagram)",
     summary="test error at T and after long training over η and d/n: benign (d ≫ n) vs harmful (n ≫ d)",
     config=RFAPhaseConfig, claims=CLAIMS,
-    controls=[Control("random-labels", {"labels": "random", "steps_long": 300},
-                      "clean labels a fair coin independent of x (300 steps, for cost): test error ≈ 1/2, far from η",
-                      claims=("rfa.phase_early_tracks_eta", "rfa.phase_benign")),
+    # not random labels: f*'s clean error e* is then 1/2 too, so η + (1 − 2η)e* = 1/2 and the claims would hold
+    controls=[Control("untrained", {"steps_long": 0}, "the network at its random init: test error ≈ 1/2 at every "
+                      "η, far from η + (1 − 2η)·e*", claims=("rfa.phase_early_tracks_eta", "rfa.phase_benign")),
               Control("early-stopped", {"steps_long": 3}, "the long run stopped at Thm 1's T = 3: nothing is "
                       "overfitted, so the error cannot rise", claims=("rfa.phase_harmful",))],
     presets={"quick": {"seeds": 2, "n": 40, "ds": [4, 13, 40, 130, 400], "m": 100, "steps_long": 20_000,
@@ -107,7 +115,7 @@ def rfa_phase(ctx) -> None:
             pre = f"d={d}.eta={e:g}."
             f = frame[frame.metric.str.startswith(pre)]
             err, acc = f[f.metric == pre + "test_err"], f[f.metric == pre + "train_acc"]
-            early[i, j] = err[err.step == err.step[err.step >= T].min()]["value"].mean()
+            early[i, j] = err[err.step == err.step[err.step >= min(T, last)].min()]["value"].mean()
             late[i, j] = err[err.step == last]["value"].mean()
             fits[i, j] = acc[acc.step == last]["value"].mean()
             star[i, j] = float(e_star[[k for k, v in enumerate(reps.values) if v == e]].mean())

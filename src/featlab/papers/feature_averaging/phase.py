@@ -28,7 +28,7 @@ from ...nn.twolayer import binary_readout, sign_prediction
 from ...probes.robustness import critical_radius, worst_case
 from ...runs.claims import AtMost, Claim, Control, Within
 from ...runs.registry import experiment
-from ...utils import generator
+from ...utils import generator, torch_threads
 from . import attacks
 from . import measures as al
 from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
@@ -132,7 +132,8 @@ def fa_phase(ctx) -> None:
         for d in cfg.ds:
             if d < k:
                 continue
-            cells[k, d], results = _measure(cfg, ctx.seeds, k, d, ctx.dtype)
+            with torch_threads(1 if len(ctx.seeds) * cfg.n * (2 * cfg.m + k) * d < 2e8 else 0):  # small: 1 thread
+                cells[k, d], results = _measure(cfg, ctx.seeds, k, d, ctx.dtype)
             for res in results:
                 ctx.trained(res)
             for name, v in cells[k, d].items():
