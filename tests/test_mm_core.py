@@ -137,11 +137,17 @@ def test_mixup_triangle_equals_all_ordered_pairs_for_symmetric_nodes():
                               mm.mixup_all_pairs_loss(net, b.x, b.y, lop, symmetric=False))
 
 
-def test_mixup_all_pairs_gradient_equals_materialised_mixup():
-    """The blocked pair sum's hand-written gradient (pairs.py) against autograd through the N² mixed inputs."""
+@pytest.mark.parametrize("linear", [False, True])
+def test_mixup_all_pairs_gradient_equals_materialised_mixup(linear):
+    """The blocked pair sum's hand-written gradient (pairs.py) against autograd through the N² mixed inputs, for the
+    smoothed-ReLU CNN and for a linear model (whose logits, not pre-activations, are mixed)."""
+    from featlab.nn.activations import identity
+
     dist = small_dist()
     b = dist.sample(9, [0, 1])
     net = cnn([0, 1], 8)
+    if linear:
+        net = EnsembleTwoLayer(net.W.detach().clone(), net.A, None, identity)
     lam = torch.tensor([[0.2, 0.7], [0.4, 0.9]], dtype=D)  # per replica, asymmetric: every ordered pair counts
     E, N = b.y.shape
     z = lam[:, :, None, None, None, None] * b.x[:, None, :, None] + (1 - lam[:, :, None, None, None, None]) * b.x[

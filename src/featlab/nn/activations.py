@@ -84,3 +84,6 @@ class SmoothedReLU:
 def identity(z: torch.Tensor) -> torch.Tensor:
     """The linear model's activation (§3.1)."""
     return z
+
+
+identity.linear = True  # lets the all-pairs losses mix logits instead of pre-activations (φ is linear)

@@ -55,29 +55,39 @@ class _AllPairsSum(torch.autograd.Function):
         mv = torch.ones(P, dtype=H.dtype, device=H.device) if mult is None else mult.to(H)
         AP = (mv[:, None, None] * A).reshape(P * M, -1)  # Σ_p mult_p φ(z_p) A as one product over (p, m)
         APt = AP.t().contiguous()
-        onehot = torch.nn.functional.one_hot(y.long(), A.shape[1]).to(H.dtype)  # (E, N, k)
+        yl = y.long()
         dH = torch.zeros_like(H) if need else None
         total = torch.zeros(E, dtype=H.dtype, device=H.device)
         starts = range(0, N, block)
+        linear = getattr(model.activation, "linear", False)  # φ(z) = z: logits_ij = λ g(x_i) + (1 − λ) g(x_j)
         for l in range(lam.shape[1]):
-            lm = lam[:, l].reshape(E, 1, 1, 1)
-            HL, HR = (H * lm).reshape(E, N, P * M), (H * (1 - lm)).reshape(E, N, P * M)  # once per λ
-            l3 = lm.reshape(E, 1, 1, 1)  # broadcasts over (ni, nj, k)
+            lm = lam[:, l].reshape(E, 1, 1)
+            HL, HR = (H * lm[..., None]).reshape(E, N, P * M), (H * (1 - lm[..., None])).reshape(E, N, P * M)
+            if linear:
+                HL, HR = HL @ AP, HR @ AP  # (E, N, k): the pair grid is k wide, not P·M
             for bi in starts:
                 I = slice(bi, min(bi + block, N))
                 for bj in (s for s in starts if not symmetric or s >= bi):
                     J = slice(bj, min(bj + block, N))
                     w = _block_weights(I, J, symmetric, H) * wts[l]  # (ni, nj)
-                    Z = HL[:, I, None] + HR[:, None, J]  # (E, ni, nj, P·M)
-                    a, q = _act(model, Z, need)
-                    logp = (a @ AP).log_softmax(-1)  # (E, ni, nj, k)
-                    tgt = l3 * onehot[:, I, None] + (1 - l3) * onehot[:, None, J]
-                    total += ((tgt * logp).sum(-1) * w).sum((1, 2))
-                    if need:
-                        G = (tgt - logp.exp_()).mul_(w[..., None])
+                    Z = HL[:, I, None] + HR[:, None, J]  # (E, ni, nj, P·M), or the logits when linear
+                    a, q = (Z, None) if linear else _act(model, Z, need)
+                    logp = (a if linear else a @ AP).log_softmax(-1)  # (E, ni, nj, k)
+                    yi = yl[:, I, None, None].expand(-1, -1, J.stop - J.start, 1)  # the labels as gather indices
+                    yj = yl[:, None, J, None].expand(-1, I.stop - I.start, -1, 1)
+                    ti, tj = logp.gather(-1, yi), logp.gather(-1, yj)  # log φ_{y_i}, log φ_{y_j}
+                    total += ((lm[..., None] * ti + (1 - lm[..., None]) * tj).squeeze(-1) * w).sum((1, 2))
+                    if need:  # ∂/∂logits = w·(λ e_{y_i} + (1 − λ) e_{y_j} − softmax)
+                        G = logp.exp_().mul_(-w[..., None])
+                        G.scatter_add_(-1, yi, (lm * w)[..., None].expand_as(ti).contiguous())
+                        G.scatter_add_(-1, yj, ((1 - lm) * w)[..., None].expand_as(tj).contiguous())
+                        if linear:  # reduce over the pairs first, then one small product with Aᵀ
+                            dH[:, I] += (G.sum(2) @ APt).mul_(lm).reshape(E, -1, P, M)
+                            dH[:, J] += (G.sum(1) @ APt).mul_(1 - lm).reshape(E, -1, P, M)
+                            continue
                         dZ = q.mul_(G @ APt)
-                        dH[:, I] += dZ.sum(2).mul_(lm.reshape(E, 1, 1)).reshape(E, -1, P, M)
-                        dH[:, J] += dZ.sum(1).mul_((1 - lm).reshape(E, 1, 1)).reshape(E, -1, P, M)
+                        dH[:, I] += dZ.sum(2).mul_(lm).reshape(E, -1, P, M)
+                        dH[:, J] += dZ.sum(1).mul_(1 - lm).reshape(E, -1, P, M)
         ctx.save_for_backward(dH if need else H.new_empty(0))
         return total
 
