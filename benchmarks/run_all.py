@@ -91,6 +91,7 @@ def mm_step() -> tuple[float, float, float]:
     k, m, N = 10, 5, 100
     b = MultiViewDistribution(k, 20).sample(N, [0, 1])
     xc, mult = compress_patches(b.x)
+    xc = xc.float()  # the quick preset's dtype
     net = EnsembleTwoLayer.init([0, 1], xc.shape[-1], block_readout(k, m, 1.0), sigma_w=0.3,
                                 activation=SmoothedReLU(4.0, 0.1))
 

@@ -123,29 +123,3 @@ def test_shared_data_replicas_differ_only_in_init():
     assert torch.allclose(b_all.W[0], b0.W[0], rtol=1e-9, atol=1e-12)
     assert not torch.allclose(b_all.W[1], b0.W[0])
 
-
-def test_blocked_loss_equals_autograd_through_the_net():
-    """nn/blocked.py: per-replica-block forward + hand-placed weight gradient = autograd, for any block size."""
-    from featlab.nn.blocked import blocked_loss
-    from featlab.nn.twolayer import EnsembleTwoLayer, signed_readout
-    from featlab.train.objectives import logistic
-
-    g = torch.Generator().manual_seed(0)
-    E, n, d = 3, 40, 16
-    x = torch.randn(E, n, d, generator=g, dtype=torch.float64)
-    y = torch.where(torch.rand(E, n, generator=g) < 0.5, 1.0, -1.0).double()
-    net = EnsembleTwoLayer(torch.randn(E, 6, d, generator=g, dtype=torch.float64), signed_readout(3, 3, 1 / 3),
-                           torch.randn(E, 6, generator=g, dtype=torch.float64))
-    ref = logistic(net(x), y)
-    ref.sum().backward()
-    gW, gb = net.W.grad.clone(), net.b.grad.clone()
-    for block in (1, 2, 3):
-        net.W.grad = net.b.grad = None
-        out = blocked_loss(net, x, lambda o, sl: logistic(o, y[sl]), block=block)
-        (out * torch.arange(1.0, E + 1, dtype=out.dtype)).sum().backward()  # a weighted sum: g per replica
-        w = torch.arange(1.0, E + 1, dtype=out.dtype)
-        assert torch.allclose(out, ref, rtol=1e-14)
-        assert torch.allclose(net.W.grad, gW * w[:, None, None], rtol=1e-12)
-        assert torch.allclose(net.b.grad, gb * w[:, None], rtol=1e-12)
-    with torch.no_grad():
-        assert torch.allclose(blocked_loss(net, x, lambda o, sl: logistic(o, y[sl])), ref)

@@ -24,7 +24,6 @@ from pydantic import Field, model_validator
 
 from ...config import ExperimentConfig, check
 from ...data.base import Batch
-from ...nn.blocked import blocked_loss
 from ...nn.twolayer import EnsembleTwoLayer, block_readout, sign_prediction, signed_readout
 from ...train.loop import train
 from ...train.objectives import cross_entropy, logistic
@@ -159,9 +158,7 @@ def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
             cos = al.cosine_matrix(dist.mu, net.W)
         return {"train_acc": acc, "cos_in_class_mean": al.averaging_stats(cos, mask)["cos_in_class_mean"]}
 
-    loss = (lambda step: logistic(net(x), tr.y)) if cfg.shared_data else (  # per-seed data: one read per step
-        lambda step: blocked_loss(net, x, lambda out, sl: logistic(out, tr.y[sl])))
-    res = train([net.W, net.b], loss, cfg.T, seeds=seeds, lr=cfg.eta,
+    res = train([net.W, net.b], lambda step: logistic(net(x), tr.y), cfg.T, seeds=seeds, lr=cfg.eta,
                 probe=probe, probe_every=cfg.probe_every, prefix=prefix, desc=f"{prefix}GD")
     return net, res
 
@@ -178,8 +175,6 @@ def fit_kclass(cfg, seeds, dist, tr, prefix="multiclass."):
             cos = al.cosine_matrix(dist.mu, al.equivalent_weights(net.W, cfg.k))
         return {"train_acc_kclass": acc, "cos_diag_mean": al.decoupling_stats(cos)["cos_diag_mean"]}
 
-    loss = (lambda step: cross_entropy(net(x), c)) if cfg.shared_data else (
-        lambda step: blocked_loss(net, x, lambda out, sl: cross_entropy(out, c[sl])))
-    res = train([net.W], loss, cfg.T, seeds=seeds, lr=cfg.eta,
+    res = train([net.W], lambda step: cross_entropy(net(x), c), cfg.T, seeds=seeds, lr=cfg.eta,
                 probe=probe, probe_every=cfg.probe_every, prefix=prefix, desc=f"{prefix}GD")
     return net, res
