@@ -97,8 +97,13 @@ def test_direction_masks_equal_dense_direction_masks():
     x, y = _data(net)
     u = torch.randn(net.E, 1, x.shape[-1], dtype=D, generator=torch.Generator().manual_seed(5))
     u_pt = torch.randn(x.shape, dtype=D, generator=torch.Generator().manual_seed(6))
-    dirs = lambda: iter([u / u.norm(dim=-1, keepdim=True), -u_pt / u_pt.norm(dim=-1, keepdim=True)])  # noqa: E731
+    table = torch.randn(net.E, 4, x.shape[-1], dtype=D, generator=torch.Generator().manual_seed(7))
+    table = table / table.norm(dim=-1, keepdim=True)
+    idx = torch.randint(4, y.shape, generator=torch.Generator().manual_seed(8))  # e.g. each point's cluster
+    rows = torch.gather(table, 1, idx[..., None].expand(-1, -1, x.shape[-1]))
+    units = [u / u.norm(dim=-1, keepdim=True), -u_pt / u_pt.norm(dim=-1, keepdim=True)]
     radii = [0.0, 1.0, 3.0, 6.0]
-    dense = direction_masks(lambda z: net(z), x, y, radii, dirs)
-    sub = subspace_direction_masks(lambda z: net(z), LinearHead(net.W, net.b, net.head), x, y, radii, dirs)
+    dense = direction_masks(lambda z: net(z), x, y, radii, lambda: iter(units + [rows]))
+    sub = subspace_direction_masks(lambda z: net(z), LinearHead(net.W, net.b, net.head), x, y, radii,
+                                   lambda: iter(units + [(table, idx)]))  # the table form: rows by index
     assert torch.equal(dense, sub) and not sub[-1].all()

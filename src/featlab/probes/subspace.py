@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Sequence
 
-import itertools
-
 import numpy as np
 import torch
 
@@ -136,7 +134,7 @@ def subspace_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: torch.Tenso
                                          head=lin.head, grad_head=grad_head, c0=c0, s0=s0, todo=todo)
             if fooled.any():  # confirm on the dense score: x + Q c lies in the ball and scores as x + δ
                 e, i = fooled.nonzero(as_tuple=True)
-                xa = x[e, i] + torch.einsum("pdk,pk->pd", sub.Q[e], c_hit[e, i])
+                xa = x[e, i] + _from_coords(sub.Q, c_hit, e, i)
                 conf = torch.zeros_like(fooled)
                 conf[e, i] = ~_correct(_score_points(score, xa, e, E).to(x.dtype), yd[e, i])
                 alive = alive & ~conf
@@ -145,6 +143,15 @@ def subspace_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: torch.Tenso
         if progress is not None:
             progress.update(1)
     return torch.stack([acc[r] for r in radii])
+
+
+def _from_coords(Q: torch.Tensor, c: torch.Tensor, e: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+    """Q_e c_{e,i} for the listed points (p, d), replica by replica (never gathering a (p, d, K) copy of Q)."""
+    out = torch.empty(len(e), Q.shape[1], dtype=Q.dtype, device=Q.device)
+    for r in e.unique().tolist():
+        m = e == r
+        out[m] = c[r, i[m]] @ Q[r].T
+    return out
 
 
 def _score_points(score: Head, xa: torch.Tensor, e: torch.Tensor, E: int) -> torch.Tensor:
@@ -160,26 +167,37 @@ def _score_points(score: Head, xa: torch.Tensor, e: torch.Tensor, E: int) -> tor
 def subspace_direction_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: torch.Tensor, radii: list[float],
                              directions: Callable) -> torch.Tensor:
     """:func:`~.robustness.direction_masks` for s(x) = head(x Wᵀ + b): each unit direction u is read once as
-    W u, so a radius costs O(M) per point; every flip is confirmed on the dense score at x + r·u. (R, E, n) bool."""
+    W u, so a radius costs O(M) per point; every flip is confirmed on the dense score at x + r·u. (R, E, n) bool.
+
+    ``directions()`` yields tensors of unit directions broadcastable to x, or pairs (table (E, T, d), index (E, n)):
+    point i of replica e moves along table[e, index[e, i]] — e.g. from its own centre towards another, T = k."""
     yd = y.to(x.dtype)
     z0 = subspace(lin, x).z0
-    W = lin.W.detach().to(x.dtype)
-    # W u per direction; u itself is kept only when shared by all points (per-point ones are rebuilt to confirm)
-    dirs = [(u if u.shape[-2] == 1 else None, torch.bmm(u.expand(x.shape[0], -1, -1), W.transpose(1, 2)))
-            for u in directions()]
+    Wt = lin.W.detach().to(x.dtype).transpose(1, 2)
+    dirs = [_as_table(u, x) for u in directions()]
+    dirs = [(table, idx, torch.bmm(table, Wt).gather(1, idx[..., None].expand(-1, -1, Wt.shape[-1])))
+            for table, idx in dirs]  # W u per point: (E, n or 1, M)
     order = sorted(range(len(radii)), key=lambda i: radii[i])
     alive = _correct(score(x).to(x.dtype), yd)
     out = torch.empty((len(radii), *alive.shape), dtype=torch.bool, device=alive.device)
     for i in order:
         r = float(radii[i])
-        for l, (u, wu) in enumerate(dirs if r > 0 else ()):
+        for table, idx, wu in dirs if r > 0 else ():
             flip = alive & ~_correct(lin.head(z0 + r * wu), yd)
             if flip.any():
                 e, j = flip.nonzero(as_tuple=True)
-                u = u if u is not None else next(itertools.islice(directions(), l, None))
-                xa = x[e, j] + r * u.expand_as(x)[e, j]
+                xa = x[e, j] + r * table[e, idx[e, j.clamp(max=idx.shape[1] - 1)]]
                 conf = torch.zeros_like(flip)
                 conf[e, j] = ~_correct(_score_points(score, xa, e, x.shape[0]).to(x.dtype), yd[e, j])
                 alive = alive & ~conf
         out[i] = alive
     return out
+
+
+def _as_table(u, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A direction as (table (E, T, d), index (E, n or 1)): a tensor (E or 1, n or 1, d) is its own table."""
+    if isinstance(u, tuple):
+        return u
+    u = u.expand(x.shape[0], -1, -1)
+    idx = torch.arange(u.shape[1], device=x.device).expand(x.shape[0], -1)
+    return u, idx

@@ -80,9 +80,8 @@ def directions(name: str, dist, x: torch.Tensor, y: torch.Tensor, cluster: torch
         return lambda: iter([-y.to(x.dtype)[..., None] * u[:, None, :]])
     if name == "centre":
         return lambda: (s * _unit(mu[:, l, None, :]) for l in range(mu.shape[1]) for s in (1, -1))
-    if name == "midpoint":
-        own = torch.gather(mu, 1, cluster[..., None].expand(-1, -1, mu.shape[-1]))  # (E, n, d): μ_j of each point
-        return lambda: (_unit(mu[:, l, None, :] - own) for l in range(mu.shape[1]))
+    if name == "midpoint":  # point i of cluster j moves along the table row (μ_l − μ_j)/‖μ_l − μ_j‖, indexed by j
+        return lambda: ((_unit(mu[:, l, None, :] - mu), cluster) for l in range(mu.shape[1]))
     raise ValueError(f"unknown direction attack {name!r}; choose from {ATTACKS}")
 
 
