@@ -5,7 +5,8 @@ import torch
 
 os.environ.setdefault("FEATLAB_PROGRESS", "0")
 os.environ.setdefault("FEATLAB_PDF", "0")  # PNGs only: drawing a PDF too doubles a small run's cost
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# two xdist workers share the 2 cores: one torch thread each (oversubscribed threads spin and slow small ops)
+torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min(2, os.cpu_count() or 1)))
 
 
 @pytest.fixture

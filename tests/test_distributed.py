@@ -17,7 +17,7 @@ TINY = ["seeds=1", "k=4", "m=2", "n=60", "n_test=20", "T=5", "radii=[0,2]", "pgd
 HUGE_D = 2_000_000_000  # valid config, refused on the worker (memory estimate): the deliberately failing point
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory):
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster

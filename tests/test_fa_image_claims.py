@@ -14,12 +14,12 @@ import featlab
 from featlab.papers.feature_averaging import deep_measures as dm
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def digits(tmp_path_factory):
     return featlab.run("fa-resnet-digits", "quick", out=tmp_path_factory.mktemp("runs"), quiet=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def embeddings(tmp_path_factory):
     return featlab.run("fa-embeddings", "quick", out=tmp_path_factory.mktemp("runs"), quiet=True)
 

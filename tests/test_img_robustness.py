@@ -35,7 +35,7 @@ def reference_pgd_l2(score, x, y, eps, steps, alpha, seed):
         return (torch.where(score((x + delta).clamp(0, 1)) > 0, 1.0, -1.0) == y).double().mean().item()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def binary_digits_model():
     torch.set_num_threads(1)
     d = load_images("digits")

@@ -17,7 +17,7 @@ from featlab.utils import generator
 K, D = 10, 800
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def setup():
     dist = MultiClusterDistribution.create([0, 1], k=K, d=D, positive=[0, 1, 2, 3, 4], dtype=torch.float64)
     test = dist.sample(200, [0, 1], "test")

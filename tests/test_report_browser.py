@@ -124,7 +124,7 @@ def render(html: Path, screenshot: Path, profile: Path) -> dict:
         browser.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def report_page(tmp_path_factory):
     out = tmp_path_factory.mktemp("browser") / "runs"
     main = featlab.run("fa-synthetic", out=out, quiet=True, **TINY)
