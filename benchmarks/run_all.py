@@ -27,6 +27,7 @@ import torch
 
 import featlab
 from baselines import fa_course_seed, old_midpoint_loss
+from bench_fa import matmul_peak
 
 
 def bandwidth() -> float:
@@ -37,15 +38,6 @@ def bandwidth() -> float:
     for _ in range(5):
         x.sum()
     return 5 * x.numel() * 4 / (time.perf_counter() - t) / 1e9
-
-
-def matmul_peak(n: int = 2048, reps: int = 5) -> float:
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    a @ b
-    t = time.perf_counter()
-    for _ in range(reps):
-        a @ b
-    return 2 * n**3 * reps / (time.perf_counter() - t) / 1e9
 
 
 def timed(f, reps: int = 1) -> float:
