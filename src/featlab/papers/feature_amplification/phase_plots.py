@@ -32,8 +32,9 @@ def phase_figure(cfg, early: np.ndarray, late: np.ndarray, fits: np.ndarray, tar
                 txt = f"{z[i, j]:.3f}"
                 if z is early or z is late:
                     txt += f"\n({target[i, j]:.3f})"  # the prediction beside the measurement
-                ax.text(j, i, txt, ha="center", va="center", fontsize=7,
-                        color="white" if cm == "viridis" and z[i, j] < lo + 0.6 * (hi - lo) else "black")
+                dark = (z[i, j] < lo + 0.6 * (hi - lo) if cm == "viridis"  # dark cells: the low end of viridis,
+                        else abs(z[i, j] - (lo + hi) / 2) > 0.35 * (hi - lo))  # both ends of a diverging map
+                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white" if dark else "black")
         ax.axvline(_x(ds, n), color="#ff7f0e", lw=2, ls="--", label="d = n")
         ax.axvline(_x(ds, a1), color="#d62728", lw=2, ls=":",
                    label=f"(A1) d = C log²(n/δ), C={a1 / math.log(n / cfg.delta) ** 2:g}")
@@ -43,8 +44,9 @@ def phase_figure(cfg, early: np.ndarray, late: np.ndarray, fits: np.ndarray, tar
         ax.set_ylabel("noise rate η")
         ax.set_title(title, fontsize=9)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    axes[0].legend(fontsize=7, loc="upper left")
+    h, lab = axes[0].get_legend_handles_labels()  # below the maps: inside one it hides cells
+    fig.legend(h, lab, loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.suptitle(f"rfa-phase: m={cfg.m}, α={cfg.alpha:g}, σ²=d^-1.2, {cfg.seeds} seeds, n_test={cfg.n_test}; "
                  "in brackets: the prediction η + (1−2η)·e* (e*: f*'s clean error)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
