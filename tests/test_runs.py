@@ -104,3 +104,22 @@ def test_cli_run_show_and_strict(out, capsys):
     assert "Thm 4.7" in capsys.readouterr().out
     all_hold = all(c["holds"] for c in res.claims)
     assert main(["run", "fa-synthetic", "--out", str(out), "--strict", *args]) == (0 if all_hold else 1)
+
+
+def test_a_run_made_by_another_version_is_reported_and_force_redoes_it(out, capsys):
+    """Same config, other code: the cached run is reused with a warning (run, show, report) until --force."""
+    from featlab.cli import main
+
+    res = featlab.run("fa-synthetic", out=out, quiet=True, **TINY)
+    f = res.dir / "summary.json"
+    s = json.loads(f.read_text())
+    s["versions"]["featlab"] = "0.0.1"
+    f.write_text(json.dumps(s))
+    capsys.readouterr()
+    again = featlab.run("fa-synthetic", out=out, **TINY)
+    assert again.skipped and "made by featlab 0.0.1" in capsys.readouterr().err
+    assert main(["show", str(res.dir)]) == 0 and "made by featlab 0.0.1" in capsys.readouterr().err
+    assert main(["report", str(out), "--out", str(out / "r.html")]) == 0
+    assert "made by featlab 0.0.1" in (out / "r.html").read_text()
+    redone = featlab.run("fa-synthetic", out=out, force=True, quiet=True, **TINY)
+    assert redone.summary["versions"]["featlab"] == featlab.__version__

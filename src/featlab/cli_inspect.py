@@ -11,6 +11,7 @@ from .errors import ConfigError
 from .report.records import claims_held, find_runs, index_rows, overrides_text, resolve, run_date
 from .report.summary import fmt_value
 from .report.tables import run_report, table
+from .runs.runner import other_version
 
 
 def add_commands(sub) -> None:
@@ -130,6 +131,9 @@ def cmd_show(a) -> int:
         _dump({"dir": str(rec.dir), **rec.summary})
         return 0
     print(run_report(rec.summary, str(rec.dir)))
+    if made := other_version(rec.summary):
+        print(f"featlab: warning: this run was made by featlab {made}, not this version; "
+              f"`featlab run {rec.summary.get('experiment')} --force` redoes it", file=sys.stderr)
     return 0
 
 

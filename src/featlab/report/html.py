@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..runs.runner import other_version
 from .summary import ExpView, PaperView, Report, RunView, fmt_value, write_text_atomic
 
 CSS = """
@@ -121,6 +122,9 @@ def _run(ev: ExpView, rv: RunView) -> str:
            f"{held}/{total} claims hold · {_e(rv.provenance.get('date', ''))}</h4>"]
     if s.get("message"):
         out.append(f"<p class='bad'>{_e(s['message'])}</p>")
+    if made := other_version(s):
+        out.append(f"<p class='bad'>made by featlab {_e(made)}, not this version: "
+                   f"<code>featlab run {_e(ev.id)} --force</code> redoes it</p>")
     out.append(_claims(rv))
     for f in rec.figures:
         out.append(_img(f, f"{ev.id}: {f.stem}"))

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from .. import __version__
+from ..runs.runner import other_version
 from .summary import ExpView, Report, RunView, fmt_value, write_text_atomic
 
 
@@ -66,6 +67,9 @@ def _run(ev: ExpView, rv: RunView, figs: _Figures) -> list[str]:
            f"· {rv.provenance.get('date', '')}", ""]
     if s.get("message"):
         out += [f"**{rec.status}:** {s['message']}", ""]
+    if made := other_version(s):
+        out += [f"**made by featlab {made}**, not this version: `featlab run {s.get('experiment')} --force` redoes it",
+                ""]
     out += _claims(rv)
     for f in rec.figures:
         link = figs.link(f, f"{ev.id}-{rec.dir.name}-{f.name}")

@@ -26,6 +26,14 @@ STEP_S = 2e-5  # a training or attack step is a few tensor ops, each several mic
 WARN_S, REFUSE_S = 86_400.0, 30 * 86_400.0  # warn above a day of work, refuse above a month
 
 
+def other_version(summary: dict) -> str | None:
+    """The featlab version that made a run record, when it is not this one (else None)."""
+    from .. import __version__
+
+    made = (summary.get("versions") or {}).get("featlab")
+    return made if made and made != __version__ else None
+
+
 def versions() -> dict[str, str]:
     import numpy
     import torch
@@ -144,6 +152,10 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
             writer.recover()
             if not force and (done := writer.existing()) is not None:
                 done.skipped = True
+                made = other_version(done.summary)
+                if made and not quiet:  # same config, other code: its numbers may differ from this version's
+                    print(f"featlab: warning: reusing {exp.id}/{run_id}, made by featlab {made} (this is "
+                          f"{versions()['featlab']}); --force redoes it", file=sys.stderr, flush=True)
                 return done
             return _run_locked(exp, cfg, run_id, writer, preset, quiet, control)
     except OSError as e:
