@@ -60,7 +60,7 @@ class EnsembleTwoLayer(nn.Module):
         super().__init__()
         self.W = nn.Parameter(W)
         self.b = nn.Parameter(b) if b is not None else None
-        self.register_buffer("A", A.to(W.dtype))
+        self.register_buffer("A", A.to(device=W.device, dtype=W.dtype))  # the read-out follows W
         self.activation = activation
         self.squeeze = A.shape[1] == 1 if squeeze is None else squeeze
 
