@@ -25,6 +25,8 @@ TINY = {
     "fa-synthetic": "seeds=1 k=4 d=32 m=2 n=60 n_test=20 T=5 radii=[0,2] pgd_steps=2 thm46_starts=2 thm46_steps=2",
     "mm-multiview": "seeds=1 k=4 N=12 P=8 m=2 steps=5 probe_every=5 n_test_per_class=5 pairs=sampled",
     "rfa-theorem1": "seeds=1 d=60 n=100 m=21 n_test=100 n_sweep=[30] noise=boundary",
+    "mm-linear": "seeds=1 k=4 N=12 scales=[1,10] beta_params=[1] quad_nodes=4 grad_ks=[4] grad_points_per_class=3 "
+                 "grad_C=[1,2] starve_C=2",
 }
 
 

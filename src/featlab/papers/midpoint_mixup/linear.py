@@ -108,8 +108,8 @@ def diagonal_weights(c1: torch.Tensor, c2: torch.Tensor, k: int) -> torch.Tensor
     E = c1.shape[0]
     c1 = c1.reshape(E, -1).expand(E, k)
     c2 = c2.reshape(E, -1).expand(E, k)
-    W = torch.zeros(E, k, 2 * k, dtype=c1.dtype)
-    ar = torch.arange(k)
+    W = torch.zeros(E, k, 2 * k, dtype=c1.dtype, device=c1.device)
+    ar = torch.arange(k, device=c1.device)
     W[:, ar, 2 * ar] = c1
     W[:, ar, 2 * ar + 1] = c2
     return W
@@ -119,11 +119,12 @@ def beta_nodes(a: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Gauss–Jacobi nodes and weights for E_{λ~Beta(a,a)} (weight λ^{a−1}(1 − λ)^{a−1}); symmetric about ½.
     a = inf: the point mass at ½ (Midpoint Mixup)."""
     if math.isinf(a):
-        return torch.tensor([0.5], dtype=torch.float64), torch.tensor([1.0], dtype=torch.float64)
+        return (torch.tensor([0.5], dtype=torch.float64, device="cpu"),  # nodes on the CPU: the loss moves them
+                torch.tensor([1.0], dtype=torch.float64, device="cpu"))
     from scipy.special import roots_jacobi
 
     t, w = roots_jacobi(n, a - 1, a - 1)
-    return torch.tensor((1 + t) / 2), torch.tensor(w / w.sum())
+    return torch.tensor((1 + t) / 2, device="cpu"), torch.tensor(w / w.sum(), device="cpu")
 
 
 def wanted(ctx, *ids: str) -> bool:
@@ -132,12 +133,14 @@ def wanted(ctx, *ids: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ measure
-def _gaps(cfg: LinearConfig, dist, s: int, dtype, prop33: bool = True) -> tuple[Replicas, dict[str, torch.Tensor]]:
-    """Lemma 3.2 and Prop 3.3 on seed s's data, one replica per scale γ: J(γg) − inf J for each loss."""
+def _gaps(cfg: LinearConfig, dist, s: int, dtype, prop33: bool = True,
+          device=None) -> tuple[Replicas, dict[str, torch.Tensor]]:
+    """Lemma 3.2 and Prop 3.3 on seed s's data, one replica per scale γ: J(γg) − inf J for each loss (computed on
+    ``device``, returned on the CPU)."""
     reps = Replicas.grid(cfg.scales, [s], label=lambda v: f"scale={v:g}.")
-    scales = torch.tensor(reps.values, dtype=dtype)
+    scales = torch.tensor(reps.values, dtype=dtype, device=device)
     G = reps.E
-    tr = dist.sample(cfg.N, [s], "train", dtype)
+    tr = dist.sample(cfg.N, [s], "train", dtype, device=device)
     x, y = tr.x.expand(G, -1, -1), tr.y.expand(G, -1)
     inf_mm = float(mixup_infimum(tr.y, math.inf))  # log 2 × share of cross-class pairs (App. C)
     # Lemma 3.2: equal correlations, scaled up, approach inf J_MM; unequal ones do not
@@ -155,25 +158,27 @@ def _gaps(cfg: LinearConfig, dist, s: int, dtype, prop33: bool = True) -> tuple[
             # refine the minimum over γ around the best grid point (a 1-D search, G points in one batch)
             i = int(J.argmin())
             lo, hi = scales[max(i - 1, 0)], scales[min(i + 1, G - 1)]
-            fine = torch.exp(torch.linspace(float(lo.log()), float(hi.log()), G, dtype=dtype))
+            fine = torch.exp(torch.linspace(float(lo.log()), float(hi.log()), G, dtype=dtype, device=device))
             eqf = linear_model(diagonal_weights(cfg.corr * fine, cfg.corr * fine, cfg.k), cfg.k)
             Jf = mixup_all_pairs_loss(eqf, x, y, lam, w) - float(mixup_infimum(tr.y, a))
         out[f"a={a:g}.prop33_gap"] = J
         out[f"a={a:g}.prop33_gap_fine_min"] = Jf.min()
-    return reps, out
+    return reps, {n: v.cpu() for n, v in out.items()}
 
 
-def lagging_gradients(cfg: LinearConfig, kk: int, seed: int, dtype) -> tuple[Replicas, dict[str, torch.Tensor]]:
+def lagging_gradients(cfg: LinearConfig, kk: int, seed: int, dtype,
+                      device=None) -> tuple[Replicas, dict[str, torch.Tensor]]:
     """Props 3.4/3.5 at k = kk, one replica per Δ_y = C log k: <−∇_{w_y} J, v_{y,2}> for Midpoint Mixup and ERM,
-    per class y ((E, k); (E, 1) for ``others=balanced``, where only class 1 lags)."""
+    per class y ((E, k); (E, 1) for ``others=balanced``, where only class 1 lags); computed on ``device``, returned
+    on the CPU."""
     reps = Replicas.grid(cfg.grad_C, [seed], label=lambda c: f"k={kk}.C={c:g}.")
-    Delta = torch.tensor(reps.values, dtype=dtype) * math.log(kk)
+    Delta = torch.tensor(reps.values, dtype=dtype, device=device) * math.log(kk)
     E = reps.E
     tr = LinearMultiView(kk, cfg.beta_lo, 1 - cfg.beta_lo).sample(cfg.grad_points_per_class * kk, [seed], "grad",
-                                                                    dtype)
+                                                                    dtype, device=device)
     x, yy = tr.x.expand(E, -1, -1), tr.y.expand(E, -1)
-    c1 = torch.zeros(E, kk, dtype=dtype)
-    c2 = torch.zeros(E, kk, dtype=dtype)
+    c1 = torch.zeros(E, kk, dtype=dtype, device=device)
+    c2 = torch.zeros(E, kk, dtype=dtype, device=device)
     if cfg.others == "lopsided":
         c1[:] = Delta[:, None]  # <w_y, v_{y,1}> = Δ, <w_y, v_{y,2}> = 0 >= 0 (Prop 3.4's hypotheses)
     else:
@@ -186,8 +191,9 @@ def lagging_gradients(cfg: LinearConfig, kk: int, seed: int, dtype) -> tuple[Rep
         net = linear_model(diagonal_weights(c1, c2, kk), kk)
         losses[method](net).sum().backward()
         g = -net.W.grad.detach()  # g[:, y, f] = <−∇_{w_y} J, v_f>
-        lag = g[:, torch.arange(kk), 2 * torch.arange(kk) + 1]  # (E, k): <−∇_{w_y} J, v_{y,2}> for every y
-        out[name] = lag if cfg.others == "lopsided" else lag[:, :1]
+        ar = torch.arange(kk, device=g.device)
+        lag = g[:, ar, 2 * ar + 1]  # (E, k): <−∇_{w_y} J, v_{y,2}> for every y
+        out[name] = (lag if cfg.others == "lopsided" else lag[:, :1]).cpu()
     return reps, out
 
 
@@ -198,7 +204,7 @@ def _measure_gaps(ctx, cfg: LinearConfig, rows: list) -> dict:
     prop33 = wanted(ctx, "mm.prop33_gap")
     per_seed = []
     for s in ctx.seeds:
-        reps, out = _gaps(cfg, dist, s, ctx.dtype, prop33)
+        reps, out = _gaps(cfg, dist, s, ctx.dtype, prop33, ctx.device)
         record(rows, reps, 0, {n: v for n, v in out.items() if v.dim() == 1})
         per_seed.append(out)
     gaps = {n: torch.stack([o[n] for o in per_seed]) for n in per_seed[0]}  # (seeds, G) or (seeds,)
@@ -221,10 +227,10 @@ def _measure_gaps(ctx, cfg: LinearConfig, rows: list) -> dict:
 def _measure_gradients(ctx, cfg: LinearConfig, rows: list) -> dict:
     """Props 3.4/3.5 for every k of grad_ks (first seed): curves (logged per replica), metrics, claims' values."""
     curves, k2min, k2mean = {}, {}, {}
-    Cs = torch.tensor(cfg.grad_C, dtype=ctx.dtype)
+    Cs = torch.tensor(cfg.grad_C, dtype=ctx.dtype, device="cpu")  # beside the curves, which come back on the CPU
     big = Cs >= 1  # Prop 3.4: Δ_y >= log k
     for kk in cfg.grad_ks:
-        reps, out = lagging_gradients(cfg, kk, ctx.seeds[0], ctx.dtype)
+        reps, out = lagging_gradients(cfg, kk, ctx.seeds[0], ctx.dtype, ctx.device)
         mm_, er = out["grad_mm"], out["grad_erm"]
         record(rows, reps, 0, {"grad_mm_min": mm_.min(-1).values, "grad_mm_mean": mm_.mean(-1),
                                "grad_erm_max": er.max(-1).values, "grad_erm_mean": er.mean(-1)})

@@ -100,8 +100,8 @@ def beta_entropy(a: float) -> float:
     """−E_{λ~Beta(a,a)}[λ log λ + (1 − λ) log(1 − λ)] = ψ(2a + 1) − ψ(a + 1) (App. C, Eq. C.2); log 2 as a → ∞."""
     if math.isinf(a):
         return math.log(2.0)
-    return float(torch.special.digamma(torch.tensor(2 * a + 1, dtype=torch.float64))
-                 - torch.special.digamma(torch.tensor(a + 1, dtype=torch.float64)))
+    return float(torch.special.digamma(torch.tensor(2 * a + 1, dtype=torch.float64, device="cpu"))
+                 - torch.special.digamma(torch.tensor(a + 1, dtype=torch.float64, device="cpu")))
 
 
 def cross_class_fraction(y: torch.Tensor) -> torch.Tensor:
