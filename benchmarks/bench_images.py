@@ -20,8 +20,9 @@ import torch
 from featlab.data.images import load_images
 from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels
 from featlab.nn.smallcnn import SmallCNN
-from featlab.train.image_loop import FitSpec, erm_objective, fit, mixup_objective
+from featlab.train.image_trainer import FitSpec, fit
 from featlab.train.mixup import Mixup
+from featlab.train.objectives import erm_objective, mixup_objective
 
 
 def main() -> None:
@@ -48,7 +49,7 @@ def main() -> None:
             torch.manual_seed(r)
             model = SmallCNN(2, 10, a.width)
             t0 = time.perf_counter()
-            fit(model, batch_fn, len(sc), spec, objective=obj, seed=r, device="cpu")
+            fit(model, batch_fn, len(sc), spec, objective=obj, seed=r, device=torch.device("cpu"))
             times[name].append(time.perf_counter() - t0)
     n_img = a.epochs * len(sc)
     med = {k: statistics.median(v) for k, v in times.items()}

@@ -76,7 +76,7 @@ def main() -> None:
         dist = XORClusterDistribution.create(seeds, d, d**-0.6, 0.15, noise="exact", means="axis")
         tr = dist.sample(n, seeds)
         cfg = Fig2Config(m=m)
-        net = make_net(cfg, seeds, torch.float32, d=d)
+        net = make_net(cfg, seeds, torch.float32, torch.device("cpu"), d=d)
         W0 = net.W.detach().clone()
         t0 = time.perf_counter()
         train([net.W], lambda s: logistic(net(tr.x), tr.y), steps, seeds=seeds, lr=alpha, probe_every=10**9)

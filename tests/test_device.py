@@ -15,19 +15,12 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._device import _device_constructors
 
 import featlab
-from featlab.config import parse_overrides
 from featlab.nn.twolayer import EnsembleTwoLayer, signed_readout
 from featlab.probes.robustness import pgd_l2, robust_masks
 from featlab.train.loop import train
 
 ROOT = str(Path(featlab.__file__).parent)
-TINY = {
-    "fa-synthetic": "seeds=1 k=4 d=32 m=2 n=60 n_test=20 T=5 radii=[0,2] pgd_steps=2 thm46_starts=2 thm46_steps=2",
-    "mm-multiview": "seeds=1 k=4 N=12 P=8 m=2 steps=5 probe_every=5 n_test_per_class=5 pairs=sampled",
-    "rfa-theorem1": "seeds=1 d=60 n=100 m=21 n_test=100 n_sweep=[30] noise=boundary",
-    "mm-linear": "seeds=1 k=4 N=12 scales=[1,10] beta_params=[1] quad_nodes=4 grad_ks=[4] grad_points_per_class=3 "
-                 "grad_C=[1,2] starve_C=2",
-}
+EXPERIMENTS = [e.id for e in featlab.list_experiments()]  # every registered one, each at its own tiny setting
 
 
 class ExplicitDevice(TorchFunctionMode):
@@ -75,22 +68,31 @@ def test_the_guard_catches_a_factory_without_device():
     assert guard.missing and "torch.as_tensor" in guard.missing[0]
 
 
-@pytest.mark.parametrize("exp", sorted(TINY))
+def test_every_experiment_declares_a_tiny_setting():
+    missing = [e.id for e in featlab.list_experiments() if e.tiny is None]
+    assert missing == [], f"declare tiny={{...}} (overrides of the quick preset that run in ~1 s) in @experiment: {missing}"
+
+
+def _tiny(exp_id: str) -> dict:
+    return dict(featlab.get_experiment(exp_id).tiny or {})
+
+
+@pytest.mark.parametrize("exp", EXPERIMENTS)
 def test_experiments_create_every_tensor_on_the_run_device(exp, out):
     with ExplicitDevice() as guard:
-        rec = featlab.run(exp, out=out, quiet=True, device="cpu", **parse_overrides(TINY[exp].split()))
+        rec = featlab.run(exp, "quick", out=out, quiet=True, device="cpu", **_tiny(exp))
     assert rec.status == "complete" and guard.missing == []
-    assert rec.summary["device_type"] == "cpu" and rec.summary["device"].startswith("cpu")
+    assert rec.summary["device_type"] == "cpu" and rec.summary["device"].startswith("cpu")  # the device it used
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("exp", sorted(TINY))
+@pytest.mark.parametrize("exp", EXPERIMENTS)
 def test_cuda_run_matches_cpu(exp, out):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
-    kw = parse_overrides(TINY[exp].split())
-    cpu = featlab.run(exp, out=out / "cpu", quiet=True, device="cpu", dtype="float64", **kw)
-    gpu = featlab.run(exp, out=out / "cuda", quiet=True, device="cuda", dtype="float64", **kw)
+    kw = _tiny(exp)
+    cpu = featlab.run(exp, "quick", out=out / "cpu", quiet=True, device="cpu", dtype="float64", **kw)
+    gpu = featlab.run(exp, "quick", out=out / "cuda", quiet=True, device="cuda", dtype="float64", **kw)
     assert gpu.summary["device_type"] == "cuda"
     for k, v in cpu.summary["metrics"].items():  # the same draws (CPU generators); float64 kernels differ slightly
         assert gpu.summary["metrics"][k] == pytest.approx(v, rel=1e-6, abs=1e-9, nan_ok=True), k

@@ -1,6 +1,7 @@
 """SpuriousChannels, Mixup/Midpoint transforms on images, ResNet-18 / small CNN, the image trainer."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -10,10 +11,12 @@ from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels, class_
 from featlab.errors import ConfigError, FeatlabError
 from featlab.nn.resnet import Normalize, resnet18
 from featlab.nn.smallcnn import SmallCNN
-from featlab.train.image_loop import (CheckpointError, FitSpec, erm_objective, fingerprint_of, fit,
-                                      mixup_objective)
+from featlab.train.checkpoints import CheckpointError, fingerprint_of
+from featlab.train.image_trainer import FitSpec, fit
+from featlab.train.objectives import erm_objective, mixup_objective
 from featlab.train.mixup import MidpointMixup, Mixup, mixup_cross_entropy, soft_target_cross_entropy
 
+CPU = torch.device("cpu")  # fit takes the run's resolved device
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread (tests/conftest.py)
 
@@ -148,7 +151,7 @@ def test_fit_learns_and_records_history():
     model, x, y = _setup()
     spec = FitSpec(epochs=15, batch_size=16, optimizer="adam", lr=1e-2)
     res = fit(model, _batch_fn(x, y), len(y), spec, evaluate=lambda m: {"acc": (m(x).argmax(-1) == y).float().mean()},
-              device="cpu")
+              device=CPU)
     assert res.status == "complete" and len(res.history) == 15
     assert res.history[-1]["train_loss"] < res.history[0]["train_loss"]
     assert res.history[-1]["acc"] > 0.5 and res.history[0]["images_per_s"] > 0
@@ -160,16 +163,16 @@ def test_fit_result_frame_is_the_trainers_protocol(tmp_path):
     from featlab.runs.context import RunContext
 
     model, x, y = _setup()
-    res = fit(model, _batch_fn(x, y), len(y), FitSpec(epochs=2, batch_size=16), device="cpu", seed=7, prefix="erm.",
+    res = fit(model, _batch_fn(x, y), len(y), FitSpec(epochs=2, batch_size=16), device=CPU, seed=7, prefix="erm.",
               evaluate=lambda m: {"test_err": 0.5})
     df = res.frame()
     assert list(df.columns) == ["seed", "step", "metric", "value"] and set(df.seed) == {7}
     assert sorted(df.step.unique()) == [1, 2]
     assert set(df.metric) == {"erm.train_loss", "erm.lr", "erm.images_per_s", "erm.test_err"}
     assert df[(df.metric == "erm.train_loss") & (df.step == 2)].value.item() == res.history[1]["train_loss"]
-    ctx = RunContext("x", None, tmp_path)
+    ctx = RunContext("x", SimpleNamespace(device="cpu"), tmp_path)  # the context resolves cfg.device
     assert ctx.trained(res) is res and len(ctx.frames[0]) == 8
-    bad = fit(model, _batch_fn(x * float("nan"), y), len(y), FitSpec(epochs=2, batch_size=16), device="cpu")
+    bad = fit(model, _batch_fn(x * float("nan"), y), len(y), FitSpec(epochs=2, batch_size=16), device=CPU)
     with pytest.raises(TrainingDiverged, match="non-finite"):
         ctx.trained(bad)
 
@@ -193,7 +196,7 @@ def test_cosine_schedule_and_sgd():
     spec = FitSpec(epochs=4, batch_size=8, optimizer="sgd", lr=0.1, momentum=0.9, weight_decay=5e-4, schedule="cosine")
     assert spec.lr_at(0) == 0.1 and math.isclose(spec.lr_at(2), 0.05) and spec.lr_at(3) < 0.02
     model, x, y = _setup()
-    res = fit(model, _batch_fn(x, y), len(y), spec, device="cpu")
+    res = fit(model, _batch_fn(x, y), len(y), spec, device=CPU)
     assert [round(h["lr"], 6) for h in res.history] == [round(spec.lr_at(e), 6) for e in range(4)]
 
 
@@ -205,7 +208,7 @@ def test_resume_after_kill_is_identical(tmp_path):
     spec = FitSpec(epochs=4, batch_size=16, optimizer="sgd", lr=0.05, momentum=0.9, schedule="cosine")
     obj = mixup_objective(Mixup(1.0))
     model, x, y = _setup()
-    ref = fit(model, _batch_fn(x, y), len(y), spec, objective=obj, device="cpu", seed=3)
+    ref = fit(model, _batch_fn(x, y), len(y), spec, objective=obj, device=CPU, seed=3)
     ref_w = [p.detach().clone() for p in model.parameters()]
 
     ck = tmp_path / "ck" / "m.pt"
@@ -216,18 +219,18 @@ def test_resume_after_kill_is_identical(tmp_path):
             raise Killed
 
     with pytest.raises(Killed):
-        fit(model2, _batch_fn(x, y), len(y), spec, objective=obj, device="cpu", seed=3, checkpoint=ck,
+        fit(model2, _batch_fn(x, y), len(y), spec, objective=obj, device=CPU, seed=3, checkpoint=ck,
             fingerprint={"cfg": 1}, on_epoch_end=kill)
     assert ck.is_file()
     model3, _, _ = _setup(seed=99)  # a fresh process: other weights, restored from the checkpoint
-    res = fit(model3, _batch_fn(x, y), len(y), spec, objective=obj, device="cpu", seed=3, checkpoint=ck,
+    res = fit(model3, _batch_fn(x, y), len(y), spec, objective=obj, device=CPU, seed=3, checkpoint=ck,
               fingerprint={"cfg": 1})
     assert res.resumed_from == 2 and len(res.history) == 4
     for a, b in zip(ref_w, model3.parameters()):
         assert torch.allclose(a, b, atol=1e-6)
     assert [h["train_loss"] for h in res.history] == pytest.approx([h["train_loss"] for h in ref.history], rel=1e-5)
     # a finished checkpoint: running again trains nothing
-    res2 = fit(model3, _batch_fn(x, y), len(y), spec, objective=obj, device="cpu", seed=3, checkpoint=ck,
+    res2 = fit(model3, _batch_fn(x, y), len(y), spec, objective=obj, device=CPU, seed=3, checkpoint=ck,
                fingerprint={"cfg": 1})
     assert res2.resumed_from == 4
 
@@ -236,29 +239,29 @@ def test_checkpoint_from_another_config_is_refused(tmp_path):
     ck = tmp_path / "m.pt"
     model, x, y = _setup()
     spec = FitSpec(epochs=1, batch_size=16)
-    fit(model, _batch_fn(x, y), len(y), spec, device="cpu", checkpoint=ck, fingerprint={"lr": 0.1, "k": 4})
+    fit(model, _batch_fn(x, y), len(y), spec, device=CPU, checkpoint=ck, fingerprint={"lr": 0.1, "k": 4})
     before = ck.read_bytes()
     with pytest.raises(CheckpointError, match=r"refusing to resume .* another config \(field 'lr' is 0.1 "
                                               r"there and 0.2 here\)"):
-        fit(model, _batch_fn(x, y), len(y), spec, device="cpu", checkpoint=ck, fingerprint={"lr": 0.2, "k": 4})
+        fit(model, _batch_fn(x, y), len(y), spec, device=CPU, checkpoint=ck, fingerprint={"lr": 0.2, "k": 4})
     assert ck.read_bytes() == before  # nothing lost
     assert issubclass(CheckpointError, FeatlabError)
     ck.write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="unreadable"):
-        fit(model, _batch_fn(x, y), len(y), spec, device="cpu", checkpoint=ck, fingerprint={})
+        fit(model, _batch_fn(x, y), len(y), spec, device=CPU, checkpoint=ck, fingerprint={})
 
 
 def test_batch_larger_than_dataset_and_bad_spec():
     model, x, y = _setup()
     with pytest.raises(ConfigError, match=r"'batch_size' field \(100\) is larger than the training set \(48"):
-        fit(model, _batch_fn(x, y), len(y), FitSpec(epochs=1, batch_size=100), device="cpu")
+        fit(model, _batch_fn(x, y), len(y), FitSpec(epochs=1, batch_size=100), device=CPU)
     with pytest.raises(ConfigError, match="'optimizer'"):
         FitSpec(epochs=1, batch_size=1, optimizer="rmsprop")
 
 
 def test_nonfinite_loss_fails_the_run():
     model, x, y = _setup()
-    res = fit(model, _batch_fn(x * float("nan"), y), len(y), FitSpec(epochs=2, batch_size=16), device="cpu")
+    res = fit(model, _batch_fn(x * float("nan"), y), len(y), FitSpec(epochs=2, batch_size=16), device=CPU)
     assert res.status == "failed" and "non-finite" in res.message
 
 

@@ -7,7 +7,7 @@ from featlab.data.images import load_images
 from featlab.nn.resnet import Normalize
 from featlab.nn.smallcnn import SmallCNN
 from featlab.probes.robustness import robust_accuracy_curve
-from featlab.train.image_loop import FitSpec, fit
+from featlab.train.image_trainer import FitSpec, fit
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread (tests/conftest.py)
@@ -43,7 +43,7 @@ def binary_digits_model():
     torch.manual_seed(0)
     model = torch.nn.Sequential(Normalize(d.mean, d.std), SmallCNN(1, 2, 8))
     fit(model, lambda idx, g: (d.x_train[idx], yb[idx]), len(yb), FitSpec(epochs=8, batch_size=64, lr=3e-3),
-        device="cpu")
+        device=torch.device("cpu"))
     model.eval()
     x, y = d.x_test[:300], (d.y_test[:300] >= 5).double() * 2 - 1
     return model, x, y

@@ -10,7 +10,7 @@ import yaml
 
 from featlab import __version__
 from featlab.cli import main
-from featlab.report.records import preset_config
+from featlab.runs.index import preset_config
 
 
 def fake_run(out, run_id, *, experiment="fa-synthetic", preset="quick", status="complete", claims=(), age=0.0,
@@ -84,7 +84,7 @@ def test_runs_index(out, two_runs, capsys):
     assert main(["runs", str(out)]) == 0
     res = capsys.readouterr()
     assert "aaaaaaaaaaaa" in res.out and "control untrained" in res.out and "k=6 d=64" in res.out
-    assert "dddddddddddd" in res.err and "lacks the keys" in res.err
+    assert "dddddddddddd" in res.err and "not a mapping" in res.err
     assert main(["runs", str(out), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     rows = data["runs"]
@@ -108,7 +108,7 @@ def test_show_takes_an_experiment_a_path_or_a_run_id(out, two_runs, capsys):
     assert main(["show", str(old)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(e.startswith("featlab: error: ") for e in err)
-    assert "not readable JSON" in err[-1]
+    assert "not valid JSON" in err[-1]
 
 
 def test_compare_config_metrics_and_claims_that_changed(out, two_runs, capsys):

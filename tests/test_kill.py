@@ -17,7 +17,7 @@ import pytest
 
 import featlab
 import featlab.runs.store as store
-import featlab.train.image_loop as image_loop
+import featlab.train.image_trainer as image_trainer
 from featlab.runs.registry import get_experiment
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -201,16 +201,16 @@ def test_checkpoint_dir_never_loses_a_users_files(out, tmp_path):
 
 def test_killed_image_run_keeps_its_checkpoint_and_resumes_identically(out, tmp_path, monkeypatch):
     ck, mine = user_folder(tmp_path)
-    real = image_loop.save_checkpoint
+    real = image_trainer.save_checkpoint
 
     def killed_after_first_epoch(path, state):
         real(path, state)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(image_loop, "save_checkpoint", killed_after_first_epoch)
+    monkeypatch.setattr(image_trainer, "save_checkpoint", killed_after_first_epoch)
     with pytest.raises(KeyboardInterrupt):
         featlab.run("mm-spurious-digits", out=out, quiet=True, checkpoint_dir=str(ck), **IMG)
-    monkeypatch.setattr(image_loop, "save_checkpoint", real)
+    monkeypatch.setattr(image_trainer, "save_checkpoint", real)
     own = ck / "featlab-mm-spurious-digits" / "erm-seed0.pt"
     assert own.is_file() and all(p.read_bytes() == b for p, b in mine.items())
     assert not [p for p in (out / "mm-spurious-digits").iterdir() if not p.name.startswith(".")]

@@ -11,6 +11,8 @@ from featlab.nn.activations import SmoothedReLU, smoothed_relu, smoothed_relu_gr
 from featlab.nn.twolayer import (EnsembleTwoLayer, binary_readout, block_readout, logit_margin_readout, patch_logits,
                                  positive_mask)
 from featlab.papers.midpoint_mixup import losses as mm
+from featlab.papers.midpoint_mixup.learned_features import (correlation_stats, correlations, feature_test,
+                                                             learned_counts, train_accuracy)
 from featlab.train.mixup import Mixup, mixup_cross_entropy, random_pairing, sample_beta
 
 D = torch.float64
@@ -303,8 +305,6 @@ def test_reduced_simulation_equals_full(method):
 
 # ------------------------------------------------------------------------------------------ Def 4.5 probe
 def test_feature_test_and_correlation_stats_on_a_planted_model():
-    from featlab.papers.midpoint_mixup import feature_test as ft
-
     k, m = 4, 2
     dist = small_dist(k=k, P=6, C_P=1, delta3=0.001, delta4=0.001)
     te = dist.sample_balanced(20, [0])
@@ -314,12 +314,12 @@ def test_feature_test_and_correlation_stats_on_a_planted_model():
         if y < 2:
             W[0, y * m + 1, 2 * y + 1] = 5.0  # classes 1, 2 also learned v_{y,2}
     net = EnsembleTwoLayer(W, block_readout(k, m, 1.0), None, SmoothedReLU(4.0, 0.1))
-    learned, acc = ft.feature_test(net, dist, te, 0.9)
+    learned, acc = feature_test(net, dist, te, 0.9)
     expect = torch.tensor([[True, True], [True, True], [True, False], [True, False]])
     assert torch.equal(learned[0], expect), acc
-    assert ft.learned_counts(learned).tolist() == [[0, 2, 2]]
-    st = ft.correlation_stats(ft.correlations(W, k))
+    assert learned_counts(learned).tolist() == [[0, 2, 2]]
+    st = correlation_stats(correlations(W, k))
     assert torch.allclose(st["Lambda"][0], torch.where(expect, 5.0, 0.0).to(D))
     assert torch.allclose(st["gap"][0], torch.tensor([0, 0, 5.0, 5.0], dtype=D))
     b = dist.sample(30, [0])
-    assert float(ft.train_accuracy(net, b.x, b.y)) == 1.0
+    assert float(train_accuracy(net, b.x, b.y)) == 1.0

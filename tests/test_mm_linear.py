@@ -102,7 +102,7 @@ def test_controls_skip_the_parts_they_do_not_judge():
     ctx.judged = {"mm.lemma32_unequal"}
     m = L._measure_gaps(ctx, cfg, [])
     assert "prop33_gap" not in m and m["gap_min"] == {}
-    assert not L.wanted(ctx, "mm.prop34_lower", "mm.starvation")
+    assert not ctx.judges("mm.prop34_lower", "mm.starvation")
 
 
 def test_starve_c_must_be_on_the_grid():

@@ -8,7 +8,7 @@ import torch
 from featlab.papers.feature_averaging.data import MultiClusterDistribution
 from featlab.papers.feature_averaging import reference
 from featlab.nn.twolayer import logit_margin_readout, sign_prediction
-from featlab.papers.feature_averaging import measures as al
+from featlab.papers.feature_averaging import measures
 from featlab.papers.feature_averaging import attacks
 from featlab.probes.robustness import (correct, critical_radius, direction_attack, pgd_l2, random_in_ball,
                                        robust_accuracy_curve, worst_case)
@@ -27,7 +27,7 @@ def setup():
 def test_fa_network_cosine_is_one_over_sqrt_class_size():
     dist = MultiClusterDistribution.create([0], k=7, d=50, positive=[0, 1, 2], dtype=torch.float64)
     f = reference.feature_averaging(dist)
-    cos = al.cosine_matrix(dist.mu, f.W)[0]  # (k, 2)
+    cos = measures.cosine_matrix(dist.mu, f.W)[0]  # (k, 2)
     assert torch.allclose(cos[:3, 0], torch.full((3,), 1 / math.sqrt(3), dtype=torch.float64))
     assert torch.allclose(cos[3:, 1], torch.full((4,), 1 / math.sqrt(4), dtype=torch.float64))
     assert cos[3:, 0].abs().max() < 1e-12 and cos[:3, 1].abs().max() < 1e-12
@@ -37,11 +37,11 @@ def test_alignment_summaries_of_the_reference_networks():
     """f_FA is the exact averaging solution (fidelity 1, no residual); f_dec's neurons are the centres (cosine 1)."""
     dist = MultiClusterDistribution.create([0, 1], k=6, d=40, positive=[0, 1], dtype=torch.float64)
     f = reference.feature_averaging(dist)
-    cos, stats = al.binary_alignment(f, dist, 1)
-    assert torch.allclose(cos, al.fa_ideal(dist, 1))
+    cos, stats = measures.binary_alignment(f, dist, 1)
+    assert torch.allclose(cos, measures.fa_ideal(dist, 1))
     assert torch.allclose(stats["fa_fidelity"], torch.ones(2, dtype=torch.float64))
     assert stats["fa_rel_residual"].max() < 1e-12 and stats["cos_off_class_max_abs"].max() < 1e-12
-    cos, stats = al.kclass_alignment(reference.feature_decoupled(dist), dist, 6)
+    cos, stats = measures.kclass_alignment(reference.feature_decoupled(dist), dist, 6)
     assert torch.allclose(cos, torch.eye(6, dtype=torch.float64).expand(2, 6, 6), atol=1e-12)
     assert stats["fd_rel_residual"].max() < 1e-12
 
@@ -170,7 +170,7 @@ def test_thm46_distance_is_zero_for_the_fa_network_itself():
     # a binary net of width m=1 that IS f_FA scaled by C = λ/d with λ = d (w = Σμ_j)
     f.A = f.A.clone()
     starts = torch.randn(1, 8, 60, dtype=torch.float64)
-    t = al.thm46_distance(f, dist.mu, dist.positive, 1, starts=starts, steps=10)
+    t = measures.thm46_distance(f, dist.mu, dist.positive, 1, starts=starts, steps=10)
     assert t["bound"].item() < 1e-9 and t["estimate"].item() < 1e-9 and t["scale"].item() > 1
 
 
@@ -186,7 +186,7 @@ def test_thm46_search_finds_a_planted_perturbation():
     with torch.no_grad():
         f.W[0, 0] += delta
     starts = torch.randn(1, 8, d, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
-    t = al.thm46_distance(f, dist.mu, dist.positive, 1, starts=starts, steps=50)
+    t = measures.thm46_distance(f, dist.mu, dist.positive, 1, starts=starts, steps=50)
     sup = d**0.5 * delta.norm()
     assert t["estimate"].item() >= 0.9 * sup.item()
     assert t["estimate"].item() <= t["bound"].item() + 1e-9  # the proof's bound holds (an identity)

@@ -6,13 +6,15 @@ import json
 import re
 
 import pytest
+import torch
 from pydantic import Field
 
 from featlab.cli import main
 from featlab.config import ExperimentConfig
 from featlab.errors import DataError
-from featlab.report.plots import subplots
+from featlab.plotting import subplots
 from featlab.report.summary import build
+from featlab.runs.provenance import collect_provenance
 from featlab.runs import registry
 from featlab.runs.claims import AtLeast, Claim, Control
 
@@ -139,8 +141,6 @@ def test_report_lists_unreadable_runs_and_rejects_bad_input(toy, out, capsys):
 
 
 def test_collect_provenance_names_date_device_and_commit():
-    from featlab.report.records import collect_provenance
-
-    p = collect_provenance("cpu")
-    assert p["device"].startswith("cpu") and p["date"][:2] == "20"
-    assert set(p) <= {"date", "device", "git_commit"}  # git_commit only when run from a checkout
+    p = collect_provenance(torch.device("cpu"))
+    assert p["device"].startswith("cpu") and p["date"][:2] == "20" and p["device_type"] == "cpu"
+    assert set(p) <= {"device_type", "date", "device", "git_commit"}  # git_commit only when run from a checkout

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from featlab.papers.feature_amplification import lemmas as amp
+from featlab.papers.feature_amplification import lemmas
 from featlab.papers.feature_amplification.data import XORClusterDistribution, f_star, rfa_readout
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -18,32 +18,32 @@ def _gen(seed=0):
 
 def test_c1_C2_and_appd_constants():
     # eq. (12) for Gaussian clusters: Φ(1/9) − 1/2, the same for every direction u; C2 = 4/c1 (eq. 14)
-    c1 = amp.c1_constant("gaussian")
-    assert abs(c1 - 0.044237) < 1e-5 and abs(amp.C2_constant("gaussian") - 4 / c1) < 1e-12
+    c1 = lemmas.c1_constant("gaussian")
+    assert abs(c1 - 0.044237) < 1e-5 and abs(lemmas.C2_constant("gaussian") - 4 / c1) < 1e-12
     z = torch.randn(400_000, generator=_gen(), dtype=torch.float64)
     assert abs(float(((z >= -1 / 9) & (z <= 0)).double().mean()) - c1) < 2e-3
     # product laws: the smaller of u = e1 and the Gaussian limit; uniform's e1 value is the smaller one
-    assert amp.c1_constant("uniform") == pytest.approx(1 / (18 * math.sqrt(3)))
-    assert amp.c1_constant("laplace") == c1
+    assert lemmas.c1_constant("uniform") == pytest.approx(1 / (18 * math.sqrt(3)))
+    assert lemmas.c1_constant("laplace") == c1
     # App. D eq. (56): 2·2Φ(−1/(3σ)) for Gaussian clusters, below the log-concave 6e^{−1/(3σ)}
     for s in (0.05, 0.1, 0.3):
-        assert amp.appd_bound(s) <= amp.appd_bound(s, "uniform") <= 1
-    assert amp.appd_bound(0.1) == pytest.approx(4 * 0.5 * math.erfc(10 / 3 / math.sqrt(2)))
+        assert lemmas.appd_bound(s) <= lemmas.appd_bound(s, "uniform") <= 1
+    assert lemmas.appd_bound(0.1) == pytest.approx(4 * 0.5 * math.erfc(10 / 3 / math.sqrt(2)))
 
 
 def test_lemma3_count_is_gaussian_anticoncentration():
     """Lemma 3's count holds for every Gaussian init (P(|g| ≤ 1/(2C0)) ≤ 1/(2C0), Hoeffding): a test, not a claim."""
     mu = torch.eye(50, dtype=torch.float64)[:2][None].expand(3, 2, 50)
-    for C0 in (1.5, 3.0, amp.C0_PAPER):
+    for C0 in (1.5, 3.0, lemmas.C0_PAPER):
         for omega in (1e-6, 1.0):
             W0 = omega * torch.randn(3, 400, 50, generator=_gen(1), dtype=torch.float64)
-            share = amp.lemma3_count(W0, mu, omega, C0)
-            assert (share >= amp.lemma3_count_floor(400, C0, 0.05)).all()
+            share = lemmas.lemma3_count(W0, mu, omega, C0)
+            assert (share >= lemmas.lemma3_count_floor(400, C0, 0.05)).all()
     # and the norm band [1/2, 3/2]·ω√d at d = 50, but not at d = 2 (the low-dimension control)
     W0 = 1e-3 * torch.randn(2, 400, 50, generator=_gen(2), dtype=torch.float64)
-    assert (amp.init_norm_ratio(W0, 1e-3) - 1).abs().max() <= 0.5
+    assert (lemmas.init_norm_ratio(W0, 1e-3) - 1).abs().max() <= 0.5
     W0 = 1e-3 * torch.randn(2, 400, 2, generator=_gen(2), dtype=torch.float64)
-    assert (amp.init_norm_ratio(W0, 1e-3) - 1).abs().max() > 0.5
+    assert (lemmas.init_norm_ratio(W0, 1e-3) - 1).abs().max() > 0.5
 
 
 def test_lemma8_subnetwork_margin_transfers():
@@ -82,27 +82,27 @@ def _clusters(d, sigma, n=400, eta=0.1, seeds=(0, 1), labels="xor"):
 
 def test_lemma5_C1_and_lemma6_edge():
     dist, tr = _clusters(500, 1e-3)
-    C1 = amp.lemma5_C1(tr.x, tr.cluster, tr.noisy, dist.mu, 1e-3, dist.eta, 0.05)
-    assert (C1 <= amp.LEMMA5_C1).all() and (C1 >= 1).all()  # (b): ‖z‖²/(σ²d) ≈ 1
+    C1 = lemmas.lemma5_C1(tr.x, tr.cluster, tr.noisy, dist.mu, 1e-3, dist.eta, 0.05)
+    assert (C1 <= lemmas.LEMMA5_C1).all() and (C1 >= 1).all()  # (b): ‖z‖²/(σ²d) ≈ 1
     dist2, tr2 = _clusters(2, 1e-3)  # d = 2: ‖z‖²/(2σ²) is χ²₂/2, whose maximum over 400 points is ≈ log 400
-    assert (amp.lemma5_C1(tr2.x, tr2.cluster, tr2.noisy, dist2.mu, 1e-3, dist2.eta, 0.05) > 2).all()
+    assert (lemmas.lemma5_C1(tr2.x, tr2.cluster, tr2.noisy, dist2.mu, 1e-3, dist2.eta, 0.05) > 2).all()
     # Lemma 6: with σ√d ≪ ρ(0) every captured cluster point is active: edge ≈ |I^C_µ|/n ≈ (1 − η)/4
     W0 = 1e-4 * torch.randn(2, 40, 500, generator=_gen(4), dtype=torch.float64)
     dist3, tr3 = _clusters(500, 1e-9)
-    edge = amp.lemma6_edge(W0, tr3.x, tr3.cluster, tr3.noisy, dist3.mu, 3.0)
+    edge = lemmas.lemma6_edge(W0, tr3.x, tr3.cluster, tr3.noisy, dist3.mu, 3.0)
     assert (edge > 0.15).all() and (edge < 0.26).all()
     # wide clusters and Def 7's C0: neurons with ρ(0) ≈ 0 are eligible and have no edge
     dist4, tr4 = _clusters(500, 0.05)
-    assert float(amp.lemma6_edge(W0, tr4.x, tr4.cluster, tr4.noisy, dist4.mu, amp.C0_PAPER).min()) < 1 / amp.C2_constant(
-        "gaussian")
+    edge4 = lemmas.lemma6_edge(W0, tr4.x, tr4.cluster, tr4.noisy, dist4.mu, lemmas.C0_PAPER)
+    assert float(edge4.min()) < 1 / lemmas.C2_constant("gaussian")
 
 
 def test_lemma4_ratio_subnet_margin_and_neuron_norms():
     J = torch.zeros(1, 4, 8, dtype=torch.bool)
     J[0, 0, :2] = J[0, 1, 2:4] = J[0, 2, 4:6] = J[0, 3, 6:] = True  # two neurons per set: exactly m/4
-    assert float(amp.lemma4_ratio(J, 3.0)) == pytest.approx(2 / (2 * (2 / 3) ** 2))
+    assert float(lemmas.lemma4_ratio(J, 3.0)) == pytest.approx(2 / (2 * (2 / 3) ** 2))
     J[0, 1, 3] = False
-    assert float(amp.lemma4_ratio(J, amp.C0_PAPER)) < 1  # Def 7's C0: each set needs ≥ m/4 neurons
+    assert float(lemmas.lemma4_ratio(J, lemmas.C0_PAPER)) < 1  # Def 7's C0: each set needs ≥ m/4 neurons
     # Lemma 11's margin of the reference subnetwork w_j = ±µ for its set: f^J = (|<µ1, x>| − |<µ2, x>|)/√m·(m/4)
     mu = torch.eye(6, dtype=torch.float64)[:2][None]
     W = torch.stack([mu[0, 0], mu[0, 0], -mu[0, 0], -mu[0, 0], mu[0, 1], mu[0, 1], -mu[0, 1], -mu[0, 1]])[None]
@@ -112,11 +112,11 @@ def test_lemma4_ratio_subnet_margin_and_neuron_norms():
         J[0, k, 2 * k:2 * k + 2] = True
     x = torch.stack([mu[0, 0], -mu[0, 0], mu[0, 1], -mu[0, 1]])[None]
     yc = torch.tensor([[1.0, 1.0, -1.0, -1.0]], dtype=torch.float64)
-    assert float(amp.subnet_margin(W, A, x, yc, J)) == pytest.approx(2 / math.sqrt(8))
-    assert torch.allclose(amp.subnet_margin(W, A, x, yc, J), (yc * f_star(x, mu)).amin(-1) * 2 / math.sqrt(8))
-    assert float(amp.subnet_margin(W, A, x, -yc, J)) < 0
+    assert float(lemmas.subnet_margin(W, A, x, yc, J)) == pytest.approx(2 / math.sqrt(8))
+    assert torch.allclose(lemmas.subnet_margin(W, A, x, yc, J), (yc * f_star(x, mu)).amin(-1) * 2 / math.sqrt(8))
+    assert float(lemmas.subnet_margin(W, A, x, -yc, J)) < 0
     # Lemma 14 (1): ‖w_j‖/(2|a_j|αt), here 1/(2·(1/√8)·0.5·1)
-    assert float(amp.neuron_norm_ratio(W, A, 0.5, 1)) == pytest.approx(math.sqrt(8))
+    assert float(lemmas.neuron_norm_ratio(W, A, 0.5, 1)) == pytest.approx(math.sqrt(8))
 
 
 def test_label_modes_are_the_controls_null_settings():

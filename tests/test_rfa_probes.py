@@ -8,14 +8,14 @@ import torch
 from featlab.papers.feature_amplification.data import XORClusterDistribution
 from featlab.papers.feature_amplification.common import gd, make_net
 from featlab.papers.feature_amplification.theorem1 import Theorem1Config, _measure, _train
-from featlab.papers.feature_amplification import lemmas as amp
+from featlab.papers.feature_amplification import lemmas
 
 
 def _setup(seeds, d=300, n=200, m=40, sigma=1e-4, omega=1e-6, eta=0.1, dtype=torch.float64):
     dist = XORClusterDistribution.create(seeds, d, sigma, eta, dtype=dtype)
     tr = dist.sample(n, seeds)
     cfg = Theorem1Config(d=d, n=n, m=m, sigma=sigma, omega=omega, alpha=0.1)
-    net = make_net(cfg, seeds, dtype)
+    net = make_net(cfg, seeds, dtype, torch.device("cpu"))
     return dist, tr, net
 
 
@@ -25,9 +25,9 @@ def test_lemma12_first_step_formula_matches_actual_step():
     W0 = net.W.detach().clone()
     with torch.no_grad():
         s0 = net(tr.x)
-    pred = amp.lemma12_first_step(W0, net.A, tr.x, tr.y, tr.cluster, dist.mu, s0, alpha)
+    pred = lemmas.lemma12_first_step(W0, net.A, tr.x, tr.y, tr.cluster, dist.mu, s0, alpha)
     gd(net, tr, 1, alpha, [0, 1], probe_every=10)
-    actual = amp.first_step_actual(net.W.detach(), W0, dist.mu)
+    actual = lemmas.first_step_actual(net.W.detach(), W0, dist.mu)
     gap = (actual - pred["predicted"]).abs()
     assert (gap <= pred["bound"] + 1e-15).all()  # the exact ζ1 + ζ2 remainder bound
     # small σ and ω: the prediction is the step up to a relative error ~ σ + ω√(md)
@@ -37,29 +37,29 @@ def test_lemma12_first_step_formula_matches_actual_step():
 
 
 def test_amplification_and_lemma_thresholds_in_the_theory_regime():
-    alpha, T = 0.1, amp.stopping_time(0.1)
+    alpha, T = 0.1, lemmas.stopping_time(0.1)
     assert T == 3
     dist, tr, net = _setup([0])
     W0 = net.W.detach().clone()
-    J = amp.neuron_sets(W0, net.A, dist.mu)
+    J = lemmas.neuron_sets(W0, net.A, dist.mu)
     assert J.sum() == net.W.shape[1]  # with Def 7's C0 the threshold is ≈ 0: J is every neuron
-    rho0 = amp.median_rho_own(W0, dist.mu, J)
+    rho0 = lemmas.median_rho_own(W0, dist.mu, J)
     assert float(rho0) < 3 / math.sqrt(300)  # Θ(1/√d) at init (Lemma 4)
     Ws = [W0]
     for _ in range(T):
         gd(net, tr, 1, alpha, [0], probe_every=10)
         Ws.append(net.W.detach().clone())
-    assert float(amp.median_rho_own(Ws[1], dist.mu, J)) > 0.3  # Θ(1) after one step (Lemma 12)
+    assert float(lemmas.median_rho_own(Ws[1], dist.mu, J)) > 0.3  # Θ(1) after one step (Lemma 12)
     for t in range(1, T + 1):
-        assert float(amp.frobenius_ratio(Ws[t], alpha, t)) <= 1  # Lemma 14
-        assert float(amp.condition10(Ws[t], net.A, dist.mu, J, alpha)) <= 3  # Cond 10
-        assert float(amp.condition9(Ws[t], tr.x, tr.cluster, J)) == 1.0  # Cond 9
-    assert float(amp.growth(Ws[2], Ws[1], net.A, dist.mu, J, alpha)) >= amp.GROWTH_FLOOR  # eq. (39)
-    assert float(amp.span_share(Ws[T], dist.mu)) > 0.9
+        assert float(lemmas.frobenius_ratio(Ws[t], alpha, t)) <= 1  # Lemma 14
+        assert float(lemmas.condition10(Ws[t], net.A, dist.mu, J, alpha)) <= 3  # Cond 10
+        assert float(lemmas.condition9(Ws[t], tr.x, tr.cluster, J)) == 1.0  # Cond 9
+    assert float(lemmas.growth(Ws[2], Ws[1], net.A, dist.mu, J, alpha)) >= lemmas.GROWTH_FLOOR  # eq. (39)
+    assert float(lemmas.span_share(Ws[T], dist.mu)) > 0.9
     # a neuron pointing at the other class's mean breaks Condition 10
     bad = Ws[T].clone()
     bad[0, 0] += 10 * alpha * dist.mu[0, 1]
-    assert float(amp.condition10(bad, net.A, dist.mu, J, alpha)) > 3
+    assert float(lemmas.condition10(bad, net.A, dist.mu, J, alpha)) > 3
 
 
 def test_condition9_detects_a_misaligned_neuron():
@@ -68,31 +68,31 @@ def test_condition9_detects_a_misaligned_neuron():
     W[0, :, :] = dist.mu[0, 0]  # all neurons along +µ1: fine for J_{+µ1}, wrong for the others
     J = torch.zeros(1, 4, W.shape[1], dtype=torch.bool)
     J[0, 0, 0] = True
-    assert float(amp.condition9(W, tr.x, tr.cluster, J)) == 1.0
+    assert float(lemmas.condition9(W, tr.x, tr.cluster, J)) == 1.0
     J[0, 2, 1] = True  # neuron 1 claimed for +µ2 but points at +µ1
-    assert float(amp.condition9(W, tr.x, tr.cluster, J)) == 0.5
+    assert float(lemmas.condition9(W, tr.x, tr.cluster, J)) == 0.5
 
 
 def test_min_neg_lprime_and_feature_change():
     s = torch.tensor([[0.0, 2.0, -1.0]])
     y = torch.tensor([[1.0, 1.0, 1.0]])
-    assert float(amp.min_neg_lprime(s, y)) == torch.sigmoid(torch.tensor(-2.0)).item()
-    assert amp.LPRIME_FLOOR == math.exp(-2) / 2
+    assert float(lemmas.min_neg_lprime(s, y)) == torch.sigmoid(torch.tensor(-2.0)).item()
+    assert lemmas.LPRIME_FLOOR == math.exp(-2) / 2
     W0 = torch.ones(1, 2, 3)
     x = torch.ones(1, 4, 3)
-    assert float(amp.feature_change(2 * W0, W0, x)) == 1.0
+    assert float(lemmas.feature_change(2 * W0, W0, x)) == 1.0
 
 
 def test_replica_equals_training_alone():
     """rfa-theorem1 trains every (η, seed) pair in one batch; replica i must match a run of that pair alone."""
     cfg = Theorem1Config(d=30, n=80, m=10, etas=[0.0, 0.2], n_test=50, steps=5, n_sweep=[])
-    run = _train(cfg, [3, 4], cfg.n, torch.float64)
+    run = _train(cfg, [3, 4], cfg.n, torch.float64, torch.device("cpu"))
     net, res, st = run.net, run.res, _measure(run)
     assert res.status == "complete" and len(run.reps) == 4
     i = 3  # (η = 0.2, seed 4)
     assert run.reps.values[i] == 0.2 and run.reps[i] == 4
     solo = Theorem1Config(d=30, n=80, m=10, etas=[0.2], n_test=50, steps=5, n_sweep=[])
-    run1 = _train(solo, [4], solo.n, torch.float64)
+    run1 = _train(solo, [4], solo.n, torch.float64, torch.device("cpu"))
     net1, st1 = run1.net, _measure(run1)
     torch.testing.assert_close(net.W.detach()[i], net1.W.detach()[0], rtol=1e-10, atol=1e-12)
     for k in ("test_err", "train_noisy_fit"):
@@ -110,11 +110,11 @@ def test_replica_equals_training_alone():
 
 
 def test_assumption_checker():
-    ok = amp.check_assumptions(d=700, n=200, m=32, sigma=0.002, eta=0.05, omega=5e-5, alpha=0.2, delta=0.05,
+    ok = lemmas.check_assumptions(d=700, n=200, m=32, sigma=0.002, eta=0.05, omega=5e-5, alpha=0.2, delta=0.05,
                                C=10)
     assert ok["label"] == "theory-checked" and all(ok["holds"].values())
     assert ok["C_max"] is not None and ok["C_max"] >= 10
-    bad = amp.check_assumptions(d=200, n=1000, m=400, sigma=200**-0.6, eta=0.2, omega=math.sqrt(0.01 / 80000),
+    bad = lemmas.check_assumptions(d=200, n=1000, m=400, sigma=200**-0.6, eta=0.2, omega=math.sqrt(0.01 / 80000),
                                 alpha=0.1, delta=0.05, C=25)
     assert bad["label"] == "experimental"
     assert not bad["holds"]["A2"] and not bad["holds"]["A4"] and bad["holds"]["A7"]

@@ -6,7 +6,8 @@ import pytest
 import featlab
 from featlab.cli import main
 from featlab.errors import ConfigError
-from featlab.report.sweeps import find_sweeps, parse_plot, sweep_figure
+from featlab.plotting import parse_plot, sweep_figure
+from featlab.report.sweeps import find_sweeps
 from featlab.runs.sweep import grid, save_table, sweep, table_name
 
 TINY_D = dict(seeds=1, k=4, d=32, m=2, n=60, n_test=20, T=5, radii="[0,2]", pgd_steps=2, thm46_starts=2,
@@ -69,7 +70,7 @@ def test_table_names_are_unique_readable_and_safe():
 
 
 def test_save_table_with_slashes_and_atomically(out, monkeypatch):
-    df = pd.DataFrame({"data_root": ["a/b", "c/d"], "status": ["complete"] * 2, "claims_held": ["1/1"] * 2,
+    df = pd.DataFrame({"data_root": ["a/b", "c/d"], "status": ["complete"] * 2, "claims_held": [1, 1], "claims": [1, 1],
                        "acc": [0.5, 0.7]})
     path = save_table(df, out, "fa-synthetic", ["data_root=a/b,c/d"], "quick", ["data_root"])
     pd.testing.assert_frame_equal(pd.read_parquet(path), df)

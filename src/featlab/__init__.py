@@ -8,13 +8,12 @@ Building blocks: :mod:`featlab.data` (distributions that know their features), :
 models), :mod:`featlab.train` (objectives, the trainer), :mod:`featlab.probes` (measurements and attacks).
 """
 
-__version__ = "0.1.0"
-
-from .errors import ConfigError, DataError, FeatlabError  # noqa: E402
-from .runs.registry import get_experiment, list_experiments  # noqa: E402
-from .runs.runner import run  # noqa: E402
-from .runs.store import load_run  # noqa: E402
-from .runs.sweep import sweep  # noqa: E402
+from ._version import __version__
+from .errors import ConfigError, DataError, FeatlabError
+from .runs.record import load_run
+from .runs.registry import get_experiment, list_experiments
+from .runs.runner import run
+from .runs.sweep import sweep
 
 __all__ = ["run", "sweep", "load_run", "get_experiment", "list_experiments", "FeatlabError", "ConfigError", "DataError",
            "__version__"]

@@ -1,4 +1,5 @@
-"""Small shared helpers: per-replica random generators, the replica description, dtype/device, threads."""
+"""Small shared helpers: per-replica random generators, the replica description, dtype/device, threads, the one
+atomic file writer."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import functools
 import hashlib
 import os
 import sys
+import uuid
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable
 
 import torch
 from tqdm.auto import tqdm
@@ -120,3 +124,22 @@ def progress_bar(total: int, desc: str) -> tqdm:
     """A bar with step, loss and ETA on stderr. FEATLAB_PROGRESS=1/0 forces it on/off (default: terminals)."""
     on = _progress_enabled()
     return tqdm(total=total, desc=desc, disable=None if on is None else not on, leave=False, dynamic_ncols=True)
+
+
+def atomic_write(path: str | Path, content: str | bytes | Callable[[Path], None]) -> Path:
+    """Write ``content`` (UTF-8 text, bytes, or a function writing a given file) to a temporary sibling and rename it
+    into place: a reader sees the old file or the new one, never half of one; the temporary file never stays."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        if isinstance(content, str):
+            tmp.write_text(content, encoding="utf-8")
+        elif isinstance(content, bytes):
+            tmp.write_bytes(content)
+        else:
+            content(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

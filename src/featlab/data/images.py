@@ -126,8 +126,8 @@ class ImageData:
         return tuple(self.x_train.shape[1:])  # type: ignore[return-value]
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
-        m = torch.tensor(self.mean, dtype=x.dtype).reshape(1, -1, 1, 1)
-        s = torch.tensor(self.std, dtype=x.dtype).reshape(1, -1, 1, 1)
+        m = torch.tensor(self.mean, dtype=x.dtype, device=x.device).reshape(1, -1, 1, 1)
+        s = torch.tensor(self.std, dtype=x.dtype, device=x.device).reshape(1, -1, 1, 1)
         return (x - m) / s
 
 
@@ -305,10 +305,11 @@ def load_digits_split(test_fraction: float = 1 / 3) -> ImageData:
 def stratified_test_mask(y: torch.Tensor, test_fraction: float) -> torch.Tensor:
     """A fixed stratified split: True for round(n_c · test_fraction) examples of each class c, drawn from seed 0."""
     g = torch.Generator().manual_seed(0)
-    is_test = torch.zeros(len(y), dtype=torch.bool)
+    is_test = torch.zeros(len(y), dtype=torch.bool, device=y.device)
     for c in y.unique():
         idx = (y == c).nonzero().flatten()
-        is_test[idx[torch.randperm(len(idx), generator=g)][: round(len(idx) * test_fraction)]] = True
+        pick = torch.randperm(len(idx), generator=g, device=g.device)
+        is_test[idx[pick][: round(len(idx) * test_fraction)]] = True
     return is_test
 
 

@@ -8,9 +8,10 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..runs.runner import other_version
-from .summary import ExpView, PaperView, Report, RunView, fmt_value, write_text_atomic
+from .._version import __version__
+from ..text import fmt_value
+from ..utils import atomic_write
+from .summary import ExpView, PaperView, Report, RunView
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;max-width:1180px;
@@ -122,7 +123,7 @@ def _run(ev: ExpView, rv: RunView) -> str:
            f"{held}/{total} claims hold · {_e(rv.provenance.get('date', ''))}</h4>"]
     if s.get("message"):
         out.append(f"<p class='bad'>{_e(s['message'])}</p>")
-    if made := other_version(s):
+    if made := rec.made_by:
         out.append(f"<p class='bad'>made by featlab {_e(made)}, not this version: "
                    f"<code>featlab run {_e(ev.id)} --force</code> redoes it</p>")
     out.append(_claims(rv))
@@ -189,4 +190,4 @@ def render_html(report: Report) -> str:
 
 
 def write_html(report: Report, path: str | Path) -> Path:
-    return write_text_atomic(path, render_html(report))
+    return atomic_write(path, render_html(report))

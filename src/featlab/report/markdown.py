@@ -6,9 +6,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .. import __version__
-from ..runs.runner import other_version
-from .summary import ExpView, Report, RunView, fmt_value, write_text_atomic
+from .._version import __version__
+from ..text import fmt_value
+from ..utils import atomic_write
+from .summary import ExpView, Report, RunView
 
 
 def _c(v) -> str:
@@ -67,7 +68,7 @@ def _run(ev: ExpView, rv: RunView, figs: _Figures) -> list[str]:
            f"· {rv.provenance.get('date', '')}", ""]
     if s.get("message"):
         out += [f"**{rec.status}:** {s['message']}", ""]
-    if made := other_version(s):
+    if made := rec.made_by:
         out += [f"**made by featlab {made}**, not this version: `featlab run {s.get('experiment')} --force` redoes it",
                 ""]
     out += _claims(rv)
@@ -124,4 +125,4 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
 
 def write_markdown(report: Report, path: str | Path) -> Path:
     path = Path(path)  # figures are overwritten by name, never deleted: the folder may hold a user's files
-    return write_text_atomic(path, render_markdown(report, path))
+    return atomic_write(path, render_markdown(report, path))

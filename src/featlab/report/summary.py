@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runs.store import RunRecord
-from .records import Runs, claims_held, config_diff, find_runs, is_control, provenance
+from ..runs.index import Runs, config_diff, find_runs
+from ..runs.record import RunRecord
+from ..runs.registry import list_experiments, papers
+from ..text import fmt_value
 from .sweeps import SweepTable, find_sweeps
 
 NOT_RUN_FILE = "reproduce.json"  # written by `featlab reproduce`: experiments it could not or did not run, and why
@@ -42,7 +42,7 @@ class RunView:
 
     @property
     def held(self) -> tuple[int, int]:
-        return claims_held(self.rec)
+        return self.rec.held
 
 
 @dataclass
@@ -95,16 +95,11 @@ class Report:
     created: str
 
 
-def _smoke(exp) -> bool:
-    return bool(exp.presets.get("quick", {}).get("smoke"))
-
-
 def not_run_reason(exp, recorded: dict[str, str]) -> str:
     if exp.id in recorded:
         return recorded[exp.id]
-    if _smoke(exp):
-        return (f"not run here: needs data and a GPU (its quick preset is a pipeline smoke test); "
-                f"featlab run {exp.id} --preset paper")
+    if exp.is_smoke("quick"):
+        return exp.smoke_reason("quick")
     return f"no run under this folder: featlab run {exp.id}"
 
 
@@ -124,6 +119,22 @@ def _controls_for(main: RunRecord, controls: list[RunRecord]) -> list[RunRecord]
             seen.add(name)
             out.append(c)
     return out
+
+
+def provenance(rec: RunRecord) -> dict[str, str]:
+    """What the run record says about where and how it ran (fields older records lack are left out)."""
+    s = rec.summary
+    v = s.get("versions") or {}
+    cmd = s.get("command")
+    if isinstance(cmd, str) and cmd:
+        head, _, rest = cmd.partition(" ")
+        cmd = " ".join(x for x in (Path(head).name, rest) if x)  # the launcher's own path says nothing useful
+    device = s.get("device") or v.get("device") or (s.get("config") or {}).get("device")
+    out = {"featlab": v.get("featlab"), "git commit": s.get("git_commit") or v.get("git_commit") or v.get("git"),
+           "python": v.get("python"), "torch": v.get("torch"), "device": device, "date": rec.date,
+           "elapsed": f"{s['elapsed_s']:.1f} s" if isinstance(s.get("elapsed_s"), (int, float)) else None,
+           "command": cmd, "run folder": str(rec.dir)}
+    return {k: str(x) for k, x in out.items() if x not in (None, "")}
 
 
 def run_view(rec: RunRecord, controls: list[RunRecord] = ()) -> RunView:
@@ -155,8 +166,6 @@ def build(out: str | Path, paper: str | None = None, all_runs: bool = False,
 
     ``chosen``: experiment → the run to show first (what ``reproduce`` just ran or found, even when an older
     identical run was reused and another run of the experiment is newer)."""
-    from ..runs.registry import list_experiments, papers
-
     out = Path(out)
     runs: Runs = find_runs(out)
     recorded = {**_recorded_not_run(out), **(not_run or {})}
@@ -180,7 +189,7 @@ def build(out: str | Path, paper: str | None = None, all_runs: bool = False,
             ev.not_run = recorded[exp.id]  # this time it could not run; an older run is shown
         pv.experiments.append(ev)
     if paper is None:  # runs of experiments this installation does not register (an uninstalled plug-in)
-        other = sorted({r.summary["experiment"] for r in runs.records} - known)
+        other = sorted({r.experiment for r in runs.records} - known)
         if other:
             pv = views.setdefault("other", PaperView("other", "Experiments not registered here"))
             for eid in other:
@@ -190,18 +199,6 @@ def build(out: str | Path, paper: str | None = None, all_runs: bool = False,
                 pv.experiments.append(ev)
     created = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     return Report(out, list(views.values()), runs.problems, created)
-
-
-def fmt_value(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, float):
-        return f"{v:.4g}" if v == 0 or 1e-3 <= abs(v) < 1e5 else f"{v:.3e}"
-    if isinstance(v, (list, dict)):
-        return json.dumps(v)
-    return str(v)
 
 
 def try_command(exp_id: str, presets: list[str]) -> str:
@@ -243,16 +240,3 @@ def console_summary(report: Report, paths: list[Path] | None = None) -> str:
     if paths:
         lines += ["", "report: " + " and ".join(str(p) for p in paths)]
     return "\n".join(lines)
-
-
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """UTF-8 text written to a temporary sibling and renamed into place: a reader never sees half a report."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path

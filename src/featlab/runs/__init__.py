@@ -2,7 +2,7 @@
 
 from .claims import AtLeast, AtMost, Claim, Near, Within
 from .registry import experiment, get_experiment, list_experiments, register_paper
-from .store import RunRecord, load_run
+from .record import RunRecord, load_run
 
 __all__ = ["RunRecord", "load_run", "Claim", "AtLeast", "AtMost", "Within", "Near", "experiment", "register_paper",
            "get_experiment", "list_experiments"]

@@ -35,18 +35,28 @@ class RunContext:
     frames: list[pd.DataFrame] = field(default_factory=list)
     status: str = "complete"
     message: str = ""
+    device: torch.device = field(init=False)  # cfg.device resolved once: every tensor of the run goes there
+
+    def __post_init__(self):
+        self.device = resolve_device(self.cfg.device)
 
     @property
     def seeds(self) -> list[int]:
         return self.cfg.seed_list()
 
     @property
-    def device(self) -> torch.device:
-        return resolve_device(self.cfg.device)
-
-    @property
     def dtype(self) -> torch.dtype:
         return resolve_dtype(self.cfg.dtype)
+
+    @property
+    def is_control(self) -> bool:
+        """Whether this run is a control setting (it judges only the claims the control targets)."""
+        return self.judged is not None
+
+    def judges(self, *claim_ids: str) -> bool:
+        """Whether any of these claims is judged in this run: all are, except under a control that targets others
+        (an experiment skips the measurements only they need)."""
+        return self.judged is None or any(i in self.judged for i in claim_ids)
 
     # ---------------------------------------------------------------- results
     def log(self, frame: pd.DataFrame | list, prefix: str = "") -> None:
@@ -71,7 +81,7 @@ class RunContext:
         if spec is None:
             raise KeyError(f"{self.experiment_id} judges claim {claim_id!r} that it does not declare")
         v = spec.judge(measured, scale=scale, paper_value=paper_value, config=self.cfg.to_dict())
-        if self.judged is None or claim_id in self.judged:
+        if self.judges(claim_id):
             self.claims.append(v)
         return v
 

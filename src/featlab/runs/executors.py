@@ -8,11 +8,12 @@ there itself); a point that fails becomes a failed row with its error while the 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, FeatlabError
-from .remote import existing_point, failed_row, point_row, publish_point, run_point
+from .remote import PointRequest, existing_point, failed_row, point_row, publish_point, run_point
 
 EXECUTORS = ("local", "ray", "slurm")
 
@@ -24,10 +25,10 @@ def default_gpus(device: str, cluster_gpus: float) -> float:
     return 1.0 if device == "auto" and cluster_gpus > 0 else 0.0
 
 
-def execute(experiment_id: str, preset: str, out: str, force: bool, points: list[dict[str, Any]], *,
-            executor: str = "local", devices: list[str] | None = None, cpus: float | None = None,
-            gpus: float | None = None, shared_fs: bool = False, ray_address: str | None = None,
-            slurm: dict[str, Any] | None = None, progress: bool = True) -> list[dict[str, Any]]:
+def execute(requests: list[PointRequest], *, executor: str = "local", devices: list[str] | None = None,
+            cpus: float | None = None, gpus: float | None = None, shared_fs: bool = False,
+            ray_address: str | None = None, slurm: dict[str, Any] | None = None,
+            progress: bool = True) -> list[dict[str, Any]]:
     """One result row per point, in order (see the module doc)."""
     if executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
@@ -36,31 +37,34 @@ def execute(experiment_id: str, preset: str, out: str, force: bool, points: list
             raise ConfigError(f"{name} must be a number >= 0; got {v!r} instead")
     if executor == "local":
         rows = []
-        for i, p in enumerate(points, 1):
+        for i, req in enumerate(requests, 1):
             if progress:
-                print(f"[{i}/{len(points)}] {experiment_id} {' '.join(f'{k}={v}' for k, v in p.items())}", flush=True)
-            rows.append(run_point(experiment_id, preset, out, force, p, threads=int(cpus) if cpus else None))
+                values = " ".join(f"{k}={v}" for k, v in req.overrides.items())
+                print(f"[{i}/{len(requests)}] {req.experiment_id} {values}", flush=True)
+            rows.append(run_point(req, threads=int(cpus) if cpus else None))
         return rows
-    results: list[dict[str, Any] | None] = [None] * len(points)
+    results: list[dict[str, Any] | None] = [None] * len(requests)
     todo = []
-    for i, p in enumerate(points):  # complete points are read back here: no task is sent for them
-        rec = None if force else existing_point(experiment_id, preset, out, p)
+    for i, req in enumerate(requests):  # complete points are read back here: no task is sent for them
+        rec = None if req.force else existing_point(req)
         if rec is not None:
             results[i] = point_row(rec)
         else:
             todo.append(i)
-    devices = devices or ["auto"] * len(points)
-    dest = str(Path(out).resolve()) if shared_fs else None
+    devices = devices or ["auto"] * len(requests)
     if todo:
         run_remote = _ray if executor == "ray" else _slurm
-        shipped = run_remote(experiment_id, preset, dest, force, [points[i] for i in todo], [devices[i] for i in todo],
-                             cpus, gpus, ray_address=ray_address, slurm=slurm or {}, log_dir=Path(out))
+        # a worker writes into the driver's --out (absolute) only on a shared file system; else it ships the record
+        sent = [replace(requests[i], out=str(Path(requests[i].out).resolve()) if shared_fs else None) for i in todo]
+        first = requests[todo[0]]
+        shipped = run_remote(sent, [devices[i] for i in todo], cpus, gpus, ray_address=ray_address,
+                             slurm=slurm or {}, log_dir=Path(first.out) / first.experiment_id / "sweeps")
         for i, row in zip(todo, shipped):
-            results[i] = publish_point(row, out, experiment_id)
+            results[i] = publish_point(row, requests[i])
     return results  # type: ignore[return-value]
 
 
-def _ray(experiment_id, preset, dest, force, points, devices, cpus, gpus, *, ray_address, log_dir, **_) -> list:
+def _ray(requests, devices, cpus, gpus, *, ray_address, **_) -> list:
     try:
         import ray
     except ImportError:
@@ -71,10 +75,10 @@ def _ray(experiment_id, preset, dest, force, points, devices, cpus, gpus, *, ray
     cluster_gpus = ray.cluster_resources().get("GPU", 0.0)
     task = ray.remote(_ray_point)
     refs = []
-    for p, dev in zip(points, devices):
+    for req, dev in zip(requests, devices):
         c = 1.0 if cpus is None else float(cpus)
         g = default_gpus(dev, cluster_gpus) if gpus is None else float(gpus)
-        refs.append(task.options(num_cpus=c, num_gpus=g, max_retries=0).remote(experiment_id, preset, dest, force, p))
+        refs.append(task.options(num_cpus=c, num_gpus=g, max_retries=0).remote(req))
     rows = []
     for r in refs:
         try:
@@ -84,14 +88,14 @@ def _ray(experiment_id, preset, dest, force, points, devices, cpus, gpus, *, ray
     return rows
 
 
-def _ray_point(experiment_id, preset, dest, force, overrides):
+def _ray_point(req: PointRequest):
     import ray
 
     granted = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
-    return run_point(experiment_id, preset, dest, force, overrides, threads=max(1, int(granted)))
+    return run_point(req, threads=max(1, int(granted)))
 
 
-def _slurm(experiment_id, preset, dest, force, points, devices, cpus, gpus, *, slurm, log_dir, **_) -> list:
+def _slurm(requests, devices, cpus, gpus, *, slurm, log_dir, **_) -> list:
     try:
         import submitit
     except ImportError:
@@ -99,14 +103,14 @@ def _slurm(experiment_id, preset, dest, force, points, devices, cpus, gpus, *, s
                            "local)") from None
     opts = dict(slurm)
     cluster = opts.pop("cluster", None)  # None: SLURM when sbatch is there; "local" runs the jobs on this machine
-    folder = opts.pop("folder", None) or Path(log_dir) / experiment_id / "sweeps" / "slurm-logs"
+    folder = opts.pop("folder", None) or Path(log_dir) / "slurm-logs"
     ex = submitit.AutoExecutor(folder=str(folder), cluster=cluster)
     c = 1 if cpus is None else max(1, int(cpus))
     jobs = []
-    for p, dev in zip(points, devices):
+    for req, dev in zip(requests, devices):
         g = (1 if dev == "cuda" else 0) if gpus is None else int(gpus)  # no cluster-wide view before submitting
         ex.update_parameters(cpus_per_task=c, gpus_per_node=g, **opts)
-        jobs.append(ex.submit(run_point, experiment_id, preset, dest, force, p, c))
+        jobs.append(ex.submit(run_point, req, c))
     rows = []
     for j in jobs:
         try:

@@ -37,6 +37,7 @@ class Experiment:
     presets: dict[str, dict[str, Any]] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
     controls: list[Control] = field(default_factory=list)  # settings where the paper's statements should fail
+    tiny: dict[str, Any] | None = None  # overrides of the quick preset that run in about a second (the device test)
 
     def preset(self, name: str) -> dict[str, Any]:
         if name not in self.presets:
@@ -44,11 +45,14 @@ class Experiment:
                 f"{self.id} has no preset {name!r}; choose one of: {', '.join(self.presets)}")
         return dict(self.presets[name])
 
-    def claim(self, claim_id: str) -> Claim:
-        for c in self.claims:
-            if c.id == claim_id:
-                return c
-        raise KeyError(f"{self.id} judges claim {claim_id!r} that it does not declare; add it to claims=[...]")
+    def is_smoke(self, preset: str = "quick") -> bool:
+        """Whether ``preset`` is a pipeline smoke test (the CPU preset of a real-data experiment): it shows that the
+        code runs, not a result, so ``reproduce`` skips it and the report says why."""
+        return bool(self.presets.get(preset, {}).get("smoke"))
+
+    def smoke_reason(self, preset: str = "quick") -> str:
+        return (f"not run here: needs data and a GPU (its {preset} preset is a pipeline smoke test); "
+                f"featlab run {self.id} --preset paper")
 
     def control(self, name: str | None = None) -> Control:
         """The control called ``name`` (default: the first declared)."""
@@ -80,13 +84,16 @@ def paper_results(key: str) -> list[PaperResult]:
 
 
 def experiment(id: str, *, paper: str, reference: str, summary: str, config: type,
-               presets: dict[str, dict[str, Any]], claims: list[Claim] = (), controls: list[Control] = ()):
+               presets: dict[str, dict[str, Any]], claims: list[Claim] = (), controls: list[Control] = (),
+               tiny: dict[str, Any] | None = None):
     """Decorator registering ``fn(ctx)`` as an experiment. Presets must include ``quick`` and ``paper``.
 
     ``claims`` declares every claim the experiment judges; their ids must start with the paper's prefix.
     ``controls``: settings where the paper's statements should be false (an untrained net, the other method,
     shuffled labels, the null setting), each naming the claims it must defeat; ``featlab run ID --control``
     runs them, and no targeted claim may hold there.
+    ``tiny``: overrides of the ``quick`` preset that run every code path of the experiment in about a second;
+    featlab's tests run each registered experiment at it (tests/test_device.py), so every experiment declares one.
     """
     if paper not in _PAPERS:
         raise ValueError(f"experiment {id!r}: paper {paper!r} is not registered; call register_paper first")
@@ -105,9 +112,13 @@ def experiment(id: str, *, paper: str, reference: str, summary: str, config: typ
     unknown = [t for c in controls for t in c.claims if t not in ids]
     if unknown:
         raise ValueError(f"experiment {id!r}: controls target undeclared claims {unknown}")
+    stray = sorted(set(tiny or {}) - set(getattr(config, "model_fields", set(tiny or {}))))
+    if stray:
+        raise ValueError(f"experiment {id!r}: tiny sets fields its config does not have: {stray}")
 
     def deco(fn):
-        _REGISTRY[id] = Experiment(id, paper, reference, summary, config, fn, presets, list(claims), list(controls))
+        _REGISTRY[id] = Experiment(id, paper, reference, summary, config, fn, presets, list(claims), list(controls),
+                                   dict(tiny) if tiny is not None else None)
         return fn
 
     return deco

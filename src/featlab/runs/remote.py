@@ -3,7 +3,7 @@
 A worker runs the point into a private temporary folder and returns the finished run folder as bytes (a tar);
 the driver publishes it into its own ``--out`` with the same atomic rename as a local run. So no shared file
 system is needed, and a relative ``--out`` means the driver's folder, whatever the worker's cwd. With
-``in_place`` (a shared file system) the worker writes straight into the driver's absolute ``--out``.
+``shared_fs`` (a shared file system) the worker writes straight into the driver's absolute ``--out``.
 Any exception in a point becomes a failed row carrying its error; the other points go on.
 """
 
@@ -14,6 +14,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,17 @@ import torch
 from ..errors import RunRecordError
 from .runner import resolve_config, run
 from .store import SUMMARY, RunRecord, RunWriter, load_run
+
+
+@dataclass(frozen=True)
+class PointRequest:
+    """One sweep point, built once by the driver and handed to whatever looks it up, runs or publishes it."""
+
+    experiment_id: str
+    preset: str
+    overrides: dict[str, Any]  # the point's config values
+    out: str | None  # the driver's --out; None on a worker that ships the record back instead
+    force: bool = False  # rerun even when the point's run is complete
 
 
 def point_row(rec: RunRecord) -> dict[str, Any]:
@@ -33,24 +45,23 @@ def failed_row(error: str) -> dict[str, Any]:
     return {"dir": "", "status": "failed", "skipped": False, "metrics": {}, "claims": [], "error": error}
 
 
-def existing_point(experiment_id: str, preset: str, out: str | Path, overrides: dict[str, Any]) -> RunRecord | None:
-    """The complete run of this point already in ``out``, if any: checked by the driver before sending work."""
-    exp, cfg = resolve_config(experiment_id, preset, overrides=overrides)
-    rec = RunWriter(out, exp.id, cfg.digest(exp.id)).existing()
+def existing_point(req: PointRequest) -> RunRecord | None:
+    """The complete run of this point already in ``req.out``, if any: checked by the driver before sending work."""
+    exp, cfg = resolve_config(req.experiment_id, req.preset, overrides=req.overrides)
+    rec = RunWriter(req.out, exp.id, cfg.digest(exp.id)).existing()
     if rec is not None:
         rec.skipped = True
     return rec
 
 
-def run_point(experiment_id: str, preset: str, out: str | None, force: bool, overrides: dict[str, Any],
-              threads: int | None = None) -> dict[str, Any]:
-    """The worker's side. ``out`` None: run in a temporary folder and return the record as ``tar`` bytes;
+def run_point(req: PointRequest, threads: int | None = None) -> dict[str, Any]:
+    """The worker's side. ``req.out`` None: run in a temporary folder and return the record as ``tar`` bytes;
     otherwise write there (a shared file system). Never raises: an error is returned as a failed row."""
     if threads:
         torch.set_num_threads(max(1, int(threads)))  # what the scheduler granted, not the whole node
-    tmp = tempfile.mkdtemp(prefix="featlab-point-") if out is None else None
+    tmp = tempfile.mkdtemp(prefix="featlab-point-") if req.out is None else None
     try:
-        rec = run(experiment_id, preset, out=tmp or out, force=force, quiet=True, **overrides)
+        rec = run(req.experiment_id, req.preset, out=tmp or req.out, force=req.force, quiet=True, **req.overrides)
         row = point_row(rec)
         if tmp is not None:
             buf = io.BytesIO()
@@ -65,12 +76,12 @@ def run_point(experiment_id: str, preset: str, out: str | None, force: bool, ove
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def publish_point(row: dict[str, Any], out: str | Path, experiment_id: str) -> dict[str, Any]:
-    """The driver's side: unpack a shipped record into ``out/<experiment>/<run-id>`` atomically."""
+def publish_point(row: dict[str, Any], req: PointRequest) -> dict[str, Any]:
+    """The driver's side: unpack a shipped record into ``req.out/<experiment>/<run-id>`` atomically."""
     if "tar" not in row:
         return row
     data, run_id = row.pop("tar"), row.pop("run_id")
-    writer = RunWriter(out, experiment_id, run_id)
+    writer = RunWriter(req.out, req.experiment_id, run_id)
     with writer.locked():
         writer.recover()
         stage = writer.open()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -17,31 +16,15 @@ from ..config import build_config, load_yaml
 from ..errors import ConfigError, RunRecordError, TrainingDiverged
 from ..utils import resolve_device
 from .context import RunContext
-from .store import RunRecord, RunWriter
+from .provenance import collect_provenance, versions
+from .record import RunRecord
 from .registry import get_experiment
+from .store import RunWriter
 
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # a full or read-only disk while writing
 FLOP_RATE = 1e12  # optimistic FLOP/s (several times a CPU's peak) and per-step cost: work estimates are lower bounds
 STEP_S = 2e-5  # a training or attack step is a few tensor ops, each several microseconds at least
 WARN_S, REFUSE_S = 86_400.0, 30 * 86_400.0  # warn above a day of work, refuse above a month
-
-
-def other_version(summary: dict) -> str | None:
-    """The featlab version that made a run record, when it is not this one (else None)."""
-    from .. import __version__
-
-    made = (summary.get("versions") or {}).get("featlab")
-    return made if made and made != __version__ else None
-
-
-def versions() -> dict[str, str]:
-    import numpy
-    import torch
-
-    from .. import __version__
-
-    return {"featlab": __version__, "python": platform.python_version(), "torch": torch.__version__,
-            "numpy": numpy.__version__, "pandas": pd.__version__}
 
 
 def resolve_config(experiment_id: str, preset: str = "quick", config_file: str | Path | None = None,
@@ -152,7 +135,7 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
             writer.recover()
             if not force and (done := writer.existing()) is not None:
                 done.skipped = True
-                made = other_version(done.summary)
+                made = done.made_by
                 if made and not quiet:  # same config, other code: its numbers may differ from this version's
                     print(f"featlab: warning: reusing {exp.id}/{run_id}, made by featlab {made} (this is "
                           f"{versions()['featlab']}); --force redoes it", file=sys.stderr, flush=True)
@@ -198,7 +181,7 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
             "figures": ctx.figures,
             "notes": ctx.notes,
             "versions": versions(),
-            **_provenance(ctx.device),
+            **collect_provenance(ctx.device),
             "command": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("featlab") else None,
             "elapsed_s": round(elapsed, 3),
         }
@@ -206,14 +189,6 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
     except BaseException:
         writer.abandon()
         raise
-
-
-def _provenance(device: torch.device) -> dict[str, str]:
-    """The device the run resolved (``auto`` → cuda or cpu) as ``device_type``, its name (the GPU's model, or the
-    CPU's) as ``device``, the date and featlab's git commit when it runs from a checkout."""
-    from ..report.records import collect_provenance
-
-    return {"device_type": device.type, **collect_provenance(device)}
 
 
 _OOM = (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))

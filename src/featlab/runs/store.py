@@ -1,4 +1,5 @@
-"""Run records: ``OUT/<experiment>/<run-id>/`` with config.yaml, metrics.parquet, figures/, summary.json.
+"""Writing run records: ``OUT/<experiment>/<run-id>/`` with config.yaml, metrics.parquet, figures/, summary.json
+(read back by :mod:`.record`).
 
 A run is built in a hidden sibling folder and moved into place only once its summary.json has been written,
 so a finished run folder is always complete: a run killed half-way leaves only the hidden folder, which the
@@ -14,7 +15,6 @@ import os
 import shutil
 import uuid
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -26,94 +26,8 @@ except ImportError:  # pragma: no cover - Windows
 import pandas as pd
 
 from ..errors import RunRecordError
-
-SUMMARY = "summary.json"
-METRICS = "metrics.parquet"
-CONFIG = "config.yaml"
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-@dataclass
-class RunRecord:
-    """A finished run, as read back from its folder."""
-
-    dir: Path
-    summary: dict[str, Any]
-    skipped: bool = False  # True when an identical complete run was found and nothing was trained
-    _metrics: pd.DataFrame | None = field(default=None, repr=False)
-
-    @property
-    def status(self) -> str:
-        return self.summary.get("status", "unknown")
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "complete"
-
-    @property
-    def claims(self) -> list[dict[str, Any]]:
-        return self.summary.get("claims", [])
-
-    @property
-    def figures(self) -> list[Path]:
-        return [self.dir / p for p in self.summary.get("figures", [])]
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return self.summary.get("config", {})
-
-    @property
-    def metrics(self) -> pd.DataFrame:
-        """The tidy metrics table: seed, step, metric, value."""
-        if self._metrics is None:
-            f = self.dir / METRICS
-            self._metrics = pd.read_parquet(f) if f.exists() else pd.DataFrame(
-                columns=["seed", "step", "metric", "value"])
-        return self._metrics
-
-    def metric(self, name: str) -> float:
-        return self.summary["metrics"][name]
-
-
-_REQUIRED = {"experiment": str, "status": str, "config": dict, "metrics": dict, "claims": list}
-_CLAIM_KEYS = ("statement", "source", "measured", "threshold", "holds")
-
-
-def summary_problem(summary: Any) -> str | None:
-    """What makes a parsed summary.json unusable (not a mapping, a key missing or of the wrong type), or None."""
-    if not isinstance(summary, dict):
-        return f"holds a {type(summary).__name__}, not a mapping"
-    for key, kind in _REQUIRED.items():
-        if not isinstance(summary.get(key), kind):
-            return f"has no {key!r} {kind.__name__}" if key not in summary else f"has a {key!r} that is not a " \
-                f"{kind.__name__}"
-    if not all(isinstance(c, dict) and all(k in c for k in _CLAIM_KEYS) for c in summary["claims"]):
-        return "has a malformed claim"
-    return None
-
-
-def load_run(run_dir: str | Path) -> RunRecord:
-    run_dir = Path(run_dir)
-    f = run_dir / SUMMARY
-    if not f.is_file():
-        raise RunRecordError(f"{str(run_dir)!r} holds no {SUMMARY}; pass the folder of a finished run "
-                             f"(OUT/<experiment>/<run-id>)")
-    fix = "rerun the experiment (an unreadable run is redone) or delete that folder"
-    try:
-        summary = json.loads(f.read_bytes().decode("utf-8"))
-    except OSError as e:
-        raise RunRecordError(f"{str(f)!r} cannot be read ({e.strerror or e}); check its permissions") from None
-    except (UnicodeDecodeError, ValueError, RecursionError):  # binary, not JSON, or absurdly nested
-        raise RunRecordError(f"{str(f)!r} is not valid JSON; {fix}") from None
-    problem = summary_problem(summary)
-    if problem:
-        raise RunRecordError(f"{str(f)!r} {problem}; {fix}")
-    return RunRecord(run_dir, summary)
+from ..utils import atomic_write
+from .record import CONFIG, METRICS, SUMMARY, RunRecord, load_run
 
 
 @contextmanager
@@ -205,14 +119,14 @@ class RunWriter:
         return self.stage
 
     def write_config(self, yaml_text: str) -> None:
-        atomic_write_text(self.stage / CONFIG, yaml_text)
+        atomic_write(self.stage / CONFIG, yaml_text)
 
     def write_metrics(self, frame: pd.DataFrame) -> None:
         frame = frame.astype({"seed": "int64", "step": "int64", "metric": "string", "value": "float64"})
         frame.to_parquet(self.stage / METRICS, index=False)
 
     def publish(self, summary: dict[str, Any]) -> RunRecord:
-        atomic_write_text(self.stage / SUMMARY, json.dumps(summary, indent=2, default=_json_default))
+        atomic_write(self.stage / SUMMARY, json.dumps(summary, indent=2, default=_json_default))
         old = None
         if self.final.exists():  # --force, or an unfinished/unreadable folder: keep it until swapped
             old = self.final.with_name(f".{self.final.name}.old-{uuid.uuid4().hex[:6]}")

@@ -16,9 +16,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import re
-import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -26,7 +24,11 @@ import pandas as pd
 
 from ..config import parse_overrides
 from ..errors import ConfigError
+from ..plotting import parse_plot, sweep_figure
+from ..utils import atomic_write
 from .executors import execute
+from .remote import PointRequest
+from .record import claim_counts
 from .runner import resolve_config
 
 
@@ -74,7 +76,7 @@ def sweep(experiment_id: str, axes: list[str] | None = None, *, preset: str = "q
           cpus_per_point: float | None = None, gpus_per_point: float | None = None, shared_fs: bool = False,
           slurm: dict[str, Any] | None = None, **values: Any) -> pd.DataFrame:
     """Run every point of the grid and return one row per point: the swept values (typed as the config reads
-    them), status, claims held, every summary metric, and the run folder.
+    them), status, claims held (``claims_held`` of ``claims``), every summary metric, and the run folder.
 
     >>> featlab.sweep("fa-synthetic", k=[10, 20, 40], d=[3072, 8192], plot="x=d y=binary.critical_radius hue=k")
 
@@ -85,21 +87,19 @@ def sweep(experiment_id: str, axes: list[str] | None = None, *, preset: str = "q
     themselves instead of shipping the record back; ``slurm``: submitit options (``cluster="local"`` runs the
     jobs here, ``slurm_partition=...``, ``timeout_min=...``). A failed point has its error in the ``error`` column.
     """
-    from ..report.sweeps import parse_plot
-
     items = _axis_items(axes, values)
     raw = grid(items)
     names = list(raw[0]) if raw else []
     spec = parse_plot(plot, names)
     points, devices = _typed(experiment_id, preset, raw)
     out = str(out)
-    results = execute(experiment_id, preset, out, force, points, executor=executor, devices=devices,
-                      cpus=cpus_per_point, gpus=gpus_per_point, shared_fs=shared_fs, ray_address=ray_address,
-                      slurm=slurm, progress=progress)
+    requests = [PointRequest(experiment_id, preset, p, out, force) for p in points]
+    results = execute(requests, executor=executor, devices=devices, cpus=cpus_per_point, gpus=gpus_per_point,
+                      shared_fs=shared_fs, ray_address=ray_address, slurm=slurm, progress=progress)
     rows = []
     for p, r in zip(points, results):
-        held = sum(c["holds"] for c in r["claims"])
-        rows.append({**p, "status": r["status"], "claims_held": f"{held}/{len(r['claims'])}", **r["metrics"],
+        held, total = claim_counts(r["claims"])
+        rows.append({**p, "status": r["status"], "claims_held": held, "claims": total, **r["metrics"],
                      "run_dir": r["dir"], "error": r.get("error", "")})
     df = pd.DataFrame(rows)
     if save:
@@ -118,15 +118,6 @@ def table_name(experiment_id: str, items: list[str], preset: str) -> str:
     return f"sweep-{re.sub(r'[^A-Za-z0-9.+-]+', '_', preset)}-{readable}-{digest}"
 
 
-def _atomic(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def save_table(df: pd.DataFrame, out: str | Path, experiment_id: str, items: list[str], preset: str,
                axis_names: list[str], show: list[str] | None = None, plot: dict[str, str] | None = None) -> Path:
     """Write the table (Parquet), a sidecar JSON saying what was swept, and the plot, each atomically."""
@@ -134,13 +125,11 @@ def save_table(df: pd.DataFrame, out: str | Path, experiment_id: str, items: lis
     dest.mkdir(parents=True, exist_ok=True)
     path = dest / (table_name(experiment_id, items, preset) + ".parquet")
     if plot is not None:  # first: a bad y= fails before anything is written
-        from ..report.sweeps import sweep_figure
-
         title = f"{experiment_id} ({preset}): {plot['y']}"
         fig = sweep_figure(df, plot, axis_names, title)
-        _atomic(path.with_suffix(".png"), lambda t: fig.savefig(t, dpi=130, bbox_inches="tight", format="png"))
-    _atomic(path, lambda t: df.to_parquet(t, index=False))
+        atomic_write(path.with_suffix(".png"), lambda t: fig.savefig(t, dpi=130, bbox_inches="tight", format="png"))
+    atomic_write(path, lambda t: df.to_parquet(t, index=False))
     meta = {"experiment": experiment_id, "preset": preset, "axes": list(items), "axis_names": axis_names,
             "shown": list(show or []), "plot": plot}
-    _atomic(path.with_suffix(".json"), lambda t: t.write_text(json.dumps(meta, indent=2), encoding="utf-8"))
+    atomic_write(path.with_suffix(".json"), json.dumps(meta, indent=2))
     return path

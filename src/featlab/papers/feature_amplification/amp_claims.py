@@ -7,7 +7,7 @@ produces (C2 = 4/c1 from eqs. (12)–(14); C3 from Lemma 11) or the least value 
 from __future__ import annotations
 
 from ...runs.claims import AtLeast, AtMost, Claim, Control, Near
-from . import lemmas as amp
+from . import lemmas
 
 CLAIMS = [
     # ---------------------------------------------------------------- t = 0: init and sample (Lemmas 3–6)
@@ -19,7 +19,7 @@ CLAIMS = [
           why="explicit in Lemma 4: |J_µ| ≥ (m/4)(1 − 1/C0)² at the run's C0 (Def 7's C0 ≈ 2.6e9 makes it ≈ m/4 "
               "for each of the four sets, which split the ±1/√m halves; the proof needs m ≥ 16C0² log(32/δ))"),
     Claim("rfa.lemma5", "smallest C1 for which Lemma 5 (a)–(d) hold on the training sample (cluster geometry, "
-          "|N|/n, cluster sizes), worst seed", "Lemma 5", AtMost(hi=amp.LEMMA5_C1),
+          "|N|/n, cluster sizes), worst seed", "Lemma 5", AtMost(hi=lemmas.LEMMA5_C1),
           why="C1 ≥ 2 is universal and unspecified: we hold it to 2, the least value the lemma allows; for Gaussian "
               "clusters χ² concentration ((b): ‖z‖² ≤ σ²d(1 + O(√(log(n/δ)/d)))) and Hoeffding ((c), (d): "
               "√(log(2/δ)/2) < 2√(log(1/δ))) give less than 2 in (A1)–(A3)'s regime"),
@@ -39,18 +39,18 @@ CLAIMS = [
           "Cond 9, Lemma 13", AtLeast(lo=1), why="Lemma 13: Condition 9 holds for every j ∈ J_µ at every "
           "t = 1, …, 1/(4α) = T − 1"),
     Claim("rfa.cond10", "almost-orthogonality: max_j |<w_j, µ_other>|/(α|a_j|) over 0 ≤ t ≤ T−1", "Cond 10, Lemma 13",
-          AtMost(hi=amp.AO_RADIUS), why="explicit in Condition 10: |<w_j^(t), µ_other>| ≤ 3α|a_j| up to time "
+          AtMost(hi=lemmas.AO_RADIUS), why="explicit in Condition 10: |<w_j^(t), µ_other>| ≤ 3α|a_j| up to time "
           "1/(4α) = T − 1 (Lemma 13)"),
     Claim("rfa.growth", "per-step growth along own mean, min over j ∈ J_µ, 1 ≤ τ ≤ T−1, / (α|a_j|)",
-          "Lemma 13 eq. (39)", AtLeast(lo=amp.GROWTH_FLOOR),
+          "Lemma 13 eq. (39)", AtLeast(lo=lemmas.GROWTH_FLOOR),
           why="explicit in eq. (39): <w_j^(τ+1) − w_j^(τ), µ> ≥ α|a_j| e^-2/64 for j ∈ J_µ (telescoped to T in "
               "Lemma 11's eq. (21))"),
     Claim("rfa.lprime", "min_i −ℓ'(y_i f(x_i; W^{(τ)})) over τ ≤ T−1", "Lemma 13 eq. (37)",
-          AtLeast(lo=amp.LPRIME_FLOOR), why="explicit in eq. (37): −ℓ'_{i,τ} ≥ e^-2/2 for τ ≤ 1/(4α) = T − 1"),
+          AtLeast(lo=lemmas.LPRIME_FLOOR), why="explicit in eq. (37): −ℓ'_{i,τ} ≥ e^-2/2 for τ ≤ 1/(4α) = T − 1"),
     Claim("rfa.frob", "‖w_j^{(t)}‖/(2|a_j|αt), max over j and every probed t ≥ 1 (implies ‖W^{(t)}‖_F ≤ 2αt)",
           "Lemma 14", AtMost(hi=1), why="explicit in Lemma 14 (1): ‖w_j^(t)‖ ≤ 2|a_j|αt for t ≥ 1"),
     Claim("rfa.rho_floor", "normalised correlation with own mean, min over j ∈ J_µ, 2 ≤ t ≤ T", "Lemma 13 eq. (40)",
-          AtLeast(lo=amp.RHO_FLOOR), why="explicit in eq. (40): <w_j^(t)/‖w_j^(t)‖, µ> ≥ e^-2/256 for t ≥ 2 "
+          AtLeast(lo=lemmas.RHO_FLOOR), why="explicit in eq. (40): <w_j^(t)/‖w_j^(t)‖, µ> ≥ e^-2/256 for t ≥ 2 "
           "(at t = T by eq. (21) and Lemma 14)"),
     Claim("rfa.lemma11", "subnetwork margin at T: min_i ỹ_i f^J(x_i; W^{(T)}) (clean points right, noisy ones "
           "wrong, on the clean-label margin)", "Lemma 11", AtLeast(lo=1, of="1/C3"),

@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from ...config import check
 from ...nn.twolayer import sign_prediction
 from ...runs.registry import experiment
-from . import lemmas as amp
+from . import lemmas
 from .amp_claims import CLAIMS, CONTROLS
 from . import plots as plots_rfa
 from .common import RFAConfig, assumption_notes, gd, make_dist, make_net, pattern_stats, test_errors
@@ -21,7 +21,7 @@ from .data import f_star
 
 
 class AmplificationConfig(RFAConfig):
-    C0: float = Field(amp.C0_PAPER, gt=1, description="Lemma 4's C0 in J_µ's threshold 1/(3C0√d) "
+    C0: float = Field(lemmas.C0_PAPER, gt=1, description="Lemma 4's C0 in J_µ's threshold 1/(3C0√d) "
                       "(Def 7: 45·1024²·e⁴)")
     eta: float = Field(0.1, ge=0, lt=0.5, description="noise rate η")
     horizon: int | None = Field(None, ge=1, description="iterations drawn, each one probed; None = 2T (claims use "
@@ -45,23 +45,23 @@ def _probe(cfg: AmplificationConfig, net, tr, te, dist, J, W0, T: int, store: di
             W = net.W.detach()
             s_tr = net(tr.x)
             out = {
-                "cond9_share": amp.condition9(W, tr.x, tr.cluster, J),
-                "cond10_max_ao": amp.condition10(W, A, dist.mu, J, cfg.alpha),
-                "frob_over_2alpha_t": amp.frobenius_ratio(W, cfg.alpha, t) if t >= 1 else W.new_zeros(W.shape[0]),
-                "neuron_norm_ratio": amp.neuron_norm_ratio(W, A, cfg.alpha, t) if t >= 1 else W.new_zeros(
+                "cond9_share": lemmas.condition9(W, tr.x, tr.cluster, J),
+                "cond10_max_ao": lemmas.condition10(W, A, dist.mu, J, cfg.alpha),
+                "frob_over_2alpha_t": lemmas.frobenius_ratio(W, cfg.alpha, t) if t >= 1 else W.new_zeros(W.shape[0]),
+                "neuron_norm_ratio": lemmas.neuron_norm_ratio(W, A, cfg.alpha, t) if t >= 1 else W.new_zeros(
                     W.shape[0]),  # Lemma 14 (1)
                 "frob": W.flatten(1).norm(dim=-1),
-                "min_neg_lprime": amp.min_neg_lprime(s_tr, tr.y),
-                "span_share": amp.span_share(W, dist.mu),
+                "min_neg_lprime": lemmas.min_neg_lprime(s_tr, tr.y),
+                "span_share": lemmas.span_share(W, dist.mu),
                 "fstar_agreement": (sign_prediction(net(te.x)) == sign_prediction(f_star(te.x, dist.mu))).to(
                     W.dtype).mean(-1),
-                "rho_median": amp.median_rho_own(W, dist.mu, J),
-                "rho_min": amp.min_rho_own(W, dist.mu, J),
+                "rho_median": lemmas.median_rho_own(W, dist.mu, J),
+                "rho_min": lemmas.min_rho_own(W, dist.mu, J),
                 **{k: v for k, v in pattern_stats(s_tr, tr).items() if k != "pattern_exact"},
                 **test_errors(net(te.x), te),
             }
             if t > prev["t"]:
-                out["growth_min"] = amp.growth(W, prev["W"], A, dist.mu, J, cfg.alpha, t - prev["t"])
+                out["growth_min"] = lemmas.growth(W, prev["W"], A, dist.mu, J, cfg.alpha, t - prev["t"])
             else:
                 out["growth_min"] = W.new_full((W.shape[0],), float("nan"))
             if t in (0, 1, T):
@@ -76,14 +76,14 @@ def _d_sweep(ctx, cfg: AmplificationConfig, seeds: list[int], dtype) -> list[tup
     """ρ(0), ρ(1) vs d (Lemma 4: Θ(1/√d); Lemma 12: Θ(1)): one GD step per dimension."""
     sweep = []
     for d in cfg.d_sweep:
-        dd = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype, d=d)
+        dd = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype, ctx.device, d=d)
         t2 = dd.sample(cfg.n, seeds, "train")
-        nn_ = make_net(cfg, seeds, dtype, d=d)
+        nn_ = make_net(cfg, seeds, dtype, ctx.device, d=d)
         w0 = nn_.W.detach().clone()
-        Jd = amp.neuron_sets(w0, nn_.A, dd.mu, cfg.C0)
+        Jd = lemmas.neuron_sets(w0, nn_.A, dd.mu, cfg.C0)
         ctx.trained(gd(nn_, t2, 1, cfg.alpha, seeds, probe_every=10**9, prefix=f"d={d}.", desc=f"d={d}",
                        threads=cfg.threads))
-        r0, r1 = amp.median_rho_own(w0, dd.mu, Jd), amp.median_rho_own(nn_.W.detach(), dd.mu, Jd)
+        r0, r1 = lemmas.median_rho_own(w0, dd.mu, Jd), lemmas.median_rho_own(nn_.W.detach(), dd.mu, Jd)
         ctx.metric(f"d={d}.rho_median@t=0", r0)
         ctx.metric(f"d={d}.rho_median@t=1", r1)
         sweep.append((d, r0.cpu().numpy(), r1.cpu().numpy()))
@@ -94,14 +94,14 @@ def _d_sweep(ctx, cfg: AmplificationConfig, seeds: list[int], dtype) -> list[tup
 def _measure_init(ctx, cfg: AmplificationConfig, net, tr, dist, J, W0) -> None:
     """t = 0: Lemma 3 (init norms, the count), Lemma 4 (|J_µ|), Lemma 5 (the sample), Lemma 6 (the edge)."""
     omega = cfg.omega_for(cfg.d)
-    ctx.metric("lemma3.norm_ratio_worst", amp.init_norm_ratio(W0, omega))
-    ctx.metric("lemma3.count_share_min", amp.lemma3_count(W0, dist.mu, omega, cfg.C0).amin(-1))
-    ctx.metric("lemma3.count_floor", amp.lemma3_count_floor(cfg.m, cfg.C0, cfg.delta))
-    ctx.metric("lemma4.ratio_min", amp.lemma4_ratio(J, cfg.C0).min())
-    ctx.metric("lemma5.C1_needed", amp.lemma5_C1(tr.x, tr.cluster, tr.noisy, dist.mu, cfg.sigma_for(cfg.d),
+    ctx.metric("lemma3.norm_ratio_worst", lemmas.init_norm_ratio(W0, omega))
+    ctx.metric("lemma3.count_share_min", lemmas.lemma3_count(W0, dist.mu, omega, cfg.C0).amin(-1))
+    ctx.metric("lemma3.count_floor", lemmas.lemma3_count_floor(cfg.m, cfg.C0, cfg.delta))
+    ctx.metric("lemma4.ratio_min", lemmas.lemma4_ratio(J, cfg.C0).min())
+    ctx.metric("lemma5.C1_needed", lemmas.lemma5_C1(tr.x, tr.cluster, tr.noisy, dist.mu, cfg.sigma_for(cfg.d),
                                                  dist.eta, cfg.delta).max())
-    ctx.metric("lemma6.edge_min", amp.lemma6_edge(W0, tr.x, tr.cluster, tr.noisy, dist.mu, cfg.C0).min())
-    ctx.metric("lemma6.edge_floor", 1 / amp.C2_constant(cfg.law))  # 1/C2 = c1/4 (eq. 14)
+    ctx.metric("lemma6.edge_min", lemmas.lemma6_edge(W0, tr.x, tr.cluster, tr.noisy, dist.mu, cfg.C0).min())
+    ctx.metric("lemma6.edge_floor", 1 / lemmas.C2_constant(cfg.law))  # 1/C2 = c1/4 (eq. 14)
 
 
 def _measure_first_step(ctx, cfg: AmplificationConfig, net, tr, dist, J, W0, W1, score0) -> None:
@@ -109,12 +109,12 @@ def _measure_first_step(ctx, cfg: AmplificationConfig, net, tr, dist, J, W0, W1,
     remainder bound is a test); ρ(0) vs ρ(1)."""
     if W1 is None:
         return
-    ctx.metric("lemma12.cond9_share@t=1", amp.condition9(W1, tr.x, tr.cluster, J).min())
-    ctx.metric("lemma12.rho_min@t=1", amp.min_rho_own(W1, dist.mu, J).min())
-    l12 = amp.lemma12_first_step(W0, net.A, tr.x, tr.y, tr.cluster, dist.mu, score0, cfg.alpha)  # eq. (30)
-    gap = (amp.first_step_actual(W1, W0, dist.mu) - l12["predicted"]).abs()
+    ctx.metric("lemma12.cond9_share@t=1", lemmas.condition9(W1, tr.x, tr.cluster, J).min())
+    ctx.metric("lemma12.rho_min@t=1", lemmas.min_rho_own(W1, dist.mu, J).min())
+    l12 = lemmas.lemma12_first_step(W0, net.A, tr.x, tr.y, tr.cluster, dist.mu, score0, cfg.alpha)  # eq. (30)
+    gap = (lemmas.first_step_actual(W1, W0, dist.mu) - l12["predicted"]).abs()
     ctx.metric("lemma12.max_rel_gap", gap.flatten(1).amax(-1) / l12["predicted"].abs().flatten(1).amax(-1))
-    rho0, rho1 = amp.median_rho_own(W0, dist.mu, J), amp.median_rho_own(W1, dist.mu, J)
+    rho0, rho1 = lemmas.median_rho_own(W0, dist.mu, J), lemmas.median_rho_own(W1, dist.mu, J)
     ctx.metric("rho_median@t=0", rho0)
     ctx.metric("rho_median@t=1", rho1)
     ctx.metric("rho_median_sqrt_d@t=0", rho0 * math.sqrt(cfg.d))
@@ -145,17 +145,17 @@ def _measure_over_time(ctx, cfg: AmplificationConfig, frame: pd.DataFrame, T: in
                  "clean_test_err"):
         ctx.metric(f"{name}@T", atT[name].mean())
     with torch.no_grad():
-        fc = amp.feature_change(W_T, W0, tr.x)
-        margin = amp.subnet_margin(W_T, A, tr.x, tr.y_clean, J)  # Lemma 11
+        fc = lemmas.feature_change(W_T, W0, tr.x)
+        margin = lemmas.subnet_margin(W_T, A, tr.x, tr.y_clean, J)  # Lemma 11
     ctx.metric("lemma11.subnet_margin_min", margin.min())
     ctx.metric("prop2.feature_change_min", fc.min())
-    ctx.metric("prop2.bound", amp.prop2_bound(cfg.omega_for(cfg.d), cfg.m, cfg.d))
+    ctx.metric("prop2.bound", lemmas.prop2_bound(cfg.omega_for(cfg.d), cfg.m, cfg.d))
     return f
 
 
 # ------------------------------------------------------------------------------------------ drawing, judging
 def _draw(ctx, cfg: AmplificationConfig, f, T: int, store, dist, J, sweep, n_seeds: int) -> None:
-    hist = {t: amp.own_rho_values(store[t], dist.mu, J).cpu().numpy() for t in (0, 1, T) if t in store}
+    hist = {t: lemmas.own_rho_values(store[t], dist.mu, J).cpu().numpy() for t in (0, 1, T) if t in store}
     ctx.figure(plots_rfa.amplification_figure(f, T, cfg.alpha, hist, sweep,
                                               title=f"Random feature amplification: d={cfg.d}, n={cfg.n}, "
                                                     f"m={cfg.m}, α={cfg.alpha:g}, σ={cfg.sigma_for(cfg.d):.2g}, "
@@ -165,7 +165,7 @@ def _draw(ctx, cfg: AmplificationConfig, f, T: int, store, dist, J, sweep, n_see
 
 def _judge(ctx, cfg: AmplificationConfig) -> None:
     m = ctx.metrics
-    C2 = amp.C2_constant(cfg.law)  # Lemma 6's constant as eq. (14) makes it
+    C2 = lemmas.C2_constant(cfg.law)  # Lemma 6's constant as eq. (14) makes it
     ctx.claim("rfa.lemma3_norm", m["lemma3.norm_ratio_worst"])
     ctx.claim("rfa.lemma4_sets", m["lemma4.ratio_min"])
     ctx.claim("rfa.lemma5", m["lemma5.C1_needed"])
@@ -179,7 +179,7 @@ def _judge(ctx, cfg: AmplificationConfig) -> None:
     ctx.claim("rfa.lprime", m["lemma13.min_neg_lprime"])
     ctx.claim("rfa.frob", m["lemma14.max_neuron_ratio"])
     ctx.claim("rfa.rho_floor", m["lemma13.rho_min_t>=2"])
-    ctx.claim("rfa.lemma11", m["lemma11.subnet_margin_min"], scale=(1 - 1 / cfg.C0) ** 2 / amp.C3_NUM)
+    ctx.claim("rfa.lemma11", m["lemma11.subnet_margin_min"], scale=(1 - 1 / cfg.C0) ** 2 / lemmas.C3_NUM)
     ctx.claim("rfa.prop2", m["prop2.feature_change_min"], scale=m["prop2.bound"])
 
 
@@ -203,6 +203,7 @@ def _judge(ctx, cfg: AmplificationConfig) -> None:
         "theory": {"seeds": 4, "d": 700, "n": 200, "m": 32, "alpha": 0.2, "sigma": 0.002, "omega": 5e-5,
                    "eta": 0.05, "probe_every": 1, "dtype": "float64", "d_sweep": [100, 700]},
     },
+    tiny={"seeds": 1, "d": 100, "n": 40, "m": 20, "n_test": 40, "d_sweep": [50, 100]},
     claims=CLAIMS, controls=CONTROLS)
 def rfa_amplification(ctx) -> None:
     cfg: AmplificationConfig = ctx.cfg
@@ -215,11 +216,11 @@ def rfa_amplification(ctx) -> None:
     verdict = "holds" if sd <= lim else "FAILS: the lemmas may fail for neurons of J_µ with ρ(0) ≲ σ"
     ctx.note(f"Lemma 6's premise σ√d ≤ 3/C0 (needed for every j ∈ J_µ to have an edge): σ√d = {sd:.3g}, "
              f"3/C0 = {lim:.3g} → {verdict}")
-    dist = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype)
+    dist = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype, ctx.device)
     tr, te = dist.sample(cfg.n, seeds, "train"), dist.sample(cfg.n_test, seeds, "test")
-    net = make_net(cfg, seeds, dtype)
+    net = make_net(cfg, seeds, dtype, ctx.device)
     W0 = net.W.detach().clone()
-    J = amp.neuron_sets(W0, net.A, dist.mu, cfg.C0)  # Lemma 4
+    J = lemmas.neuron_sets(W0, net.A, dist.mu, cfg.C0)  # Lemma 4
     ctx.metric("J_share", J.sum((1, 2)).to(dtype) / cfg.m)
     for k, name in enumerate(("+mu1", "-mu1", "+mu2", "-mu2")):  # Lemma 4: |J_µ| ≥ (m/4)(1 − 1/C0)²
         ctx.metric(f"J_{name}.share", J[:, k].sum(-1).to(dtype) / cfg.m)
@@ -233,6 +234,6 @@ def rfa_amplification(ctx) -> None:
     _measure_first_step(ctx, cfg, net, tr, dist, J, W0, store.get(1), score0)
     f = _measure_over_time(ctx, cfg, res.frame(), T, store[T], W0, net.A, tr, J)
     sweep = _d_sweep(ctx, cfg, seeds, dtype)
-    if ctx.judged is None:  # a control judges its claims only: no figure
+    if not ctx.is_control:  # a control judges its claims only: no figure
         _draw(ctx, cfg, f, T, store, dist, J, sweep, len(seeds))
     _judge(ctx, cfg)

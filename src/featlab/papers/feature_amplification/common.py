@@ -28,8 +28,8 @@ from ...config import ExperimentConfig
 from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
 from ...train.loop import train
 from ...train.objectives import logistic
-from ...utils import resolve_device, torch_threads
-from . import lemmas as amp
+from ...utils import torch_threads
+from . import lemmas
 from .data import XORClusterDistribution, rfa_readout
 
 
@@ -72,7 +72,7 @@ class RFABase(ExperimentConfig):
         return self.omega if self.omega is not None else math.sqrt(0.01 / (self.m * d))
 
     def T(self) -> int:
-        return amp.stopping_time(self.alpha)
+        return lemmas.stopping_time(self.alpha)
 
 
 class RFAConfig(RFABase):
@@ -88,18 +88,19 @@ class RFAConfig(RFABase):
 
 
 # ------------------------------------------------------------------------------------------ building blocks
-def make_dist(cfg: RFABase, seeds, etas: list[float], dtype, d: int | None = None) -> XORClusterDistribution:
+def make_dist(cfg: RFABase, seeds, etas: list[float], dtype, device: torch.device,
+              d: int | None = None) -> XORClusterDistribution:
     d = d or cfg.d
     return XORClusterDistribution.create(seeds, d, cfg.sigma_for(d), etas, law=cfg.law, noise=cfg.noise,
                                          means=cfg.means, dtype=dtype, labels=cfg.labels,
-                                         device=resolve_device(cfg.device))
+                                         device=device)
 
 
-def make_net(cfg: RFABase, seeds, dtype, d: int | None = None) -> EnsembleTwoLayer:
+def make_net(cfg: RFABase, seeds, dtype, device: torch.device, d: int | None = None) -> EnsembleTwoLayer:
     """eq. (1): f(x; W) = Σ_j a_j φ(<w_j, x>), a_j = ±1/√m fixed, W^{(0)} ~ N(0, ω²I), no bias."""
     d = d or cfg.d
     return EnsembleTwoLayer.init(seeds, d, rfa_readout(cfg.m), sigma_w=cfg.omega_for(d), sigma_b=None,
-                                 dtype=dtype, device=resolve_device(cfg.device), role="init")
+                                 dtype=dtype, device=device, role="init")
 
 
 def pattern_stats(score: torch.Tensor, b) -> dict[str, torch.Tensor]:
@@ -194,7 +195,7 @@ def assumption_notes(ctx, cfg: RFABase, eta: float, n: int | None = None, d: int
     n, d = n or cfg.n, d or cfg.d
     sigma, omega = cfg.sigma_for(d), cfg.omega_for(d)
     C = max(cfg.check_C, 1 / (4 * cfg.alpha**2))
-    chk = amp.check_assumptions(d, n, cfg.m, sigma, eta, omega, cfg.alpha, cfg.delta, C)
+    chk = lemmas.check_assumptions(d, n, cfg.m, sigma, eta, omega, cfg.alpha, cfg.delta, C)
     fails = [k for k, v in chk["holds"].items() if not v]
     cmax = "none" if chk["C_max"] is None else f"{chk['C_max']:.3g}"
     ctx.note(f"assumptions (A1)-(A7) at C = {C:g}, δ = {cfg.delta:g} (d={d}, n={n}, m={cfg.m}, σ={sigma:.3g}, "

@@ -21,15 +21,11 @@ from ...nn.twolayer import signed_readout
 from ...utils import cpu_draws, generator
 from ...data.base import Batch
 
-CLUSTER_NAMES = ("+mu1", "-mu1", "+mu2", "-mu2")
 CLEAN_LABEL = torch.tensor([1.0, 1.0, -1.0, -1.0])  # ỹ of clusters +μ1, −μ1, +μ2, −μ2 (§2: XOR)
 # Clean labels of the clusters (+μ1, −μ1, +μ2, −μ2) per ``labels`` mode: "xor" is §2's; the others are null settings
 # for the controls [not in the paper]: "linear" is separated by the homogeneous halfspace sgn<μ1 + μ2, x>, "random"
 # draws ỹ as a fair coin per point, independent of x (drawn after the flips' uniforms, so x, c, u are unchanged).
 LABELINGS = {"xor": CLEAN_LABEL, "linear": torch.tensor([1.0, -1.0, 1.0, -1.0])}
-LABEL_MODES = ("xor", "linear", "random")
-LAWS = ("gaussian", "uniform", "laplace")
-NOISE_MODELS = ("flip", "exact", "boundary")
 
 
 def orthonormal_means(d: int, mode: str, gen: torch.Generator) -> torch.Tensor:

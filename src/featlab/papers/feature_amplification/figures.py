@@ -12,7 +12,7 @@ import math
 
 from ...runs.claims import AtLeast, Claim, Control
 from ...runs.registry import experiment
-from . import lemmas as amp
+from . import lemmas
 from . import plots as plots_rfa
 from .common import (RFABase, RFAConfig, assumption_notes, gd, gd_logspaced, make_dist, make_net, pattern_probe,
                      pattern_stats, test_errors)
@@ -118,14 +118,15 @@ def _fig1_draw(ctx, cfg: Fig1Config, out: dict, net, tr) -> None:
     # App. E's m, α, σ, ω and exact per-cluster flips; d = 50, n = 1000, µ = e1, e2 and one seed are our choice
     presets={"quick": {"seeds": 1, "d": 50, "n": 400, "m": 400, "noise": "exact", "means": "axis"},
              "paper": {"seeds": 1, "d": 50, "n": 1000, "m": 400, "noise": "exact", "means": "axis"}},
+    tiny={"d": 20, "n": 40, "m": 20, "n_test": 40, "grid": 11},
     claims=CLAIMS_FIG1, controls=[CONTROL_FIG1])
 def rfa_fig1(ctx) -> None:
     cfg: Fig1Config = ctx.cfg
     seeds, dtype = ctx.seeds, ctx.dtype
     assumption_notes(ctx, cfg, cfg.eta)
-    dist = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype)
+    dist = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype, ctx.device)
     tr, te = dist.sample(cfg.n, seeds, "train"), dist.sample(cfg.n_test, seeds, "test")
-    net = make_net(cfg, seeds, dtype)
+    net = make_net(cfg, seeds, dtype, ctx.device)
     ctx.trained(gd(net, tr, cfg.steps_(), cfg.alpha, seeds, probe=pattern_probe(net, tr), probe_every=1,
                    threads=cfg.threads))
     out = _fig1_measure(cfg, net, dist, tr, te, dtype)
@@ -133,20 +134,20 @@ def rfa_fig1(ctx) -> None:
         ctx.metric(k, v)
     ctx.metric("fstar_agreement_plane", out["agree_plane"])
     ctx.metric("fstar_agreement_test", out["agree_test"])
-    if ctx.judged is None:  # a control judges its claims only: no figure
+    if not ctx.is_control:  # a control judges its claims only: no figure
         _fig1_draw(ctx, cfg, out, net, tr)
     ctx.claim("rfa.fig1_pattern", float(out["st"]["pattern_exact"].mean()))
-    b = amp.appd_bound(cfg.sigma_for(cfg.d), cfg.law)  # App. D eq. (56)
+    b = lemmas.appd_bound(cfg.sigma_for(cfg.d), cfg.law)  # App. D eq. (56)
     ctx.claim("rfa.fig1_fstar", ctx.metrics["fstar_agreement_test"],
               scale=1 - 2 * b - 3 * math.sqrt(2 * b / (cfg.n_test * len(seeds))))
 
 
 # ------------------------------------------------------------------------------------------ rfa-fig2
-def _fig2_train(cfg: Fig2Config, seeds, dtype, n: int, d: int, steps: int, name: str):
+def _fig2_train(cfg: Fig2Config, seeds, dtype, device, n: int, d: int, steps: int, name: str):
     """One regime, probed log-spaced in t; its metrics are named ``<name>.<metric>``."""
-    dist = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype, d=d)
+    dist = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype, device, d=d)
     tr, te = dist.sample(n, seeds, "train"), dist.sample(cfg.n_test, seeds, "test")
-    net = make_net(cfg, seeds, dtype, d=d)
+    net = make_net(cfg, seeds, dtype, device, d=d)
 
     def probe(step):
         with torch.no_grad():
@@ -217,6 +218,8 @@ def _fig2_judge(ctx, cfg: Fig2Config) -> None:
         "paper": {"seeds": 3, "n_low": 100, "d_low": 10, "n_high": 100, "d_high": 2000, "m": 400,
                   "steps_low": 100_000, "steps_high": 100_000, "n_test": 6000, "noise": "exact", "means": "axis"},
     },
+    tiny={"seeds": 1, "m": 20, "n_low": 20, "n_high": 10, "d_high": 40, "steps_low": 30, "steps_high": 30,
+          "n_test": 40},
     claims=CLAIMS_FIG2, controls=CONTROLS_FIG2)
 def rfa_fig2(ctx) -> None:
     cfg: Fig2Config = ctx.cfg
@@ -225,8 +228,8 @@ def rfa_fig2(ctx) -> None:
     for name, n, d, steps in (("low", cfg.n_low, cfg.d_low, cfg.steps_low),
                               ("high", cfg.n_high, cfg.d_high, cfg.steps_high)):
         assumption_notes(ctx, cfg, cfg.eta, n=n, d=d)
-        res = ctx.trained(_fig2_train(cfg, seeds, dtype, n, d, steps, name))
+        res = ctx.trained(_fig2_train(cfg, seeds, dtype, ctx.device, n, d, steps, name))
         curves[name] = (n, d, _fig2_measure(ctx, cfg, name, res.frame()))
-    if ctx.judged is None:  # a control judges its claims only: no figure
+    if not ctx.is_control:  # a control judges its claims only: no figure
         _fig2_draw(ctx, cfg, curves, len(seeds))
     _fig2_judge(ctx, cfg)

@@ -65,12 +65,12 @@ CLAIMS = [
 ]
 
 
-def _run_d(cfg: RFAPhaseConfig, seeds, d: int, dtype):
+def _run_d(cfg: RFAPhaseConfig, seeds, d: int, dtype, device):
     """(η, seed) replicas at one d: test error per probed step, and f*'s clean error on the same test points."""
     reps = Replicas.grid(cfg.etas, seeds, label=lambda e: f"d={d}.eta={e:g}.")
-    dist = make_dist(cfg, reps, reps.values, dtype, d=d)
+    dist = make_dist(cfg, reps, reps.values, dtype, device, d=d)
     tr, te = dist.sample(cfg.n, reps, "train"), dist.sample(cfg.n_test, reps, "test")
-    net = make_net(cfg, reps, dtype, d=d)
+    net = make_net(cfg, reps, dtype, device, d=d)
 
     def probe(step):
         with torch.no_grad():
@@ -102,13 +102,14 @@ def _run_d(cfg: RFAPhaseConfig, seeds, d: int, dtype):
                        "n_test": 2000, "noise": "exact", "means": "axis"},
              "paper": {"seeds": 3, "n": 100, "ds": [10, 30, 100, 300, 1000, 3000], "m": 400,
                        "etas": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3], "steps_long": 100_000, "n_test": 6000,
-                       "noise": "exact", "means": "axis"}})
+                       "noise": "exact", "means": "axis"}},
+    tiny={"seeds": 1, "ds": [4, 40], "n": 20, "m": 20, "steps_long": 30, "n_test": 100, "etas": [0.0, 0.2]})
 def rfa_phase(ctx) -> None:
     cfg: RFAPhaseConfig = ctx.cfg
     seeds, T, etas = ctx.seeds, cfg.T(), list(cfg.etas)
     early, late, star, fits = (np.zeros((len(etas), len(cfg.ds))) for _ in range(4))
     for j, d in enumerate(cfg.ds):
-        reps, res, e_star = _run_d(cfg, seeds, d, ctx.dtype)
+        reps, res, e_star = _run_d(cfg, seeds, d, ctx.dtype, ctx.device)
         frame = ctx.trained(res).frame()
         last = int(frame.step.max())
         for i, e in enumerate(etas):
@@ -125,7 +126,7 @@ def rfa_phase(ctx) -> None:
     target = np.array(etas)[:, None] + (1 - 2 * np.array(etas))[:, None] * star  # η + (1 − 2η)·e*
     eta_max = max(etas)
     se = math.sqrt(max(eta_max * (1 - eta_max), 1e-12) / (cfg.n_test * len(seeds)))
-    if ctx.judged is None:
+    if not ctx.is_control:
         ctx.figure(phase_figure(cfg, early, late, fits, target), "phase_test_error")
     ctx.claim("rfa.phase_early_tracks_eta", float((early - target).max()), scale=3 * se)
     ctx.claim("rfa.phase_benign", float((late - target)[:, -1].max()), scale=3 * se)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ...report.plots import get_cmap, subplots
+from ...plotting import get_cmap, subplots
 
 
 def _x(ds, d: float) -> float:

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from ...report.plots import Figure, get_cmap, subplots
+from ...plotting import Figure, get_cmap, subplots
 
 RED, BLUE, GREEN, GRAY, ORANGE = "#d62728", "#1f77b4", "#2ca02c", "#7f7f7f", "#ff7f0e"
 

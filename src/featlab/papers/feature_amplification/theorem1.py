@@ -19,7 +19,7 @@ from ...runs.claims import AtLeast, AtMost, Claim, Control, Near
 from ...runs.registry import experiment
 from ...train.loop import TrainResult
 from ...utils import Replicas
-from . import lemmas as amp
+from . import lemmas
 from . import plots as plots_rfa
 from .common import RFAConfig, assumption_notes, gd, make_dist, make_net, pattern_probe, pattern_stats, test_errors
 from .data import XORClusterDistribution, f_star
@@ -94,13 +94,13 @@ class Thm1Run:
     res: TrainResult
 
 
-def _train(cfg: Theorem1Config, seeds: list[int], n: int, dtype, prefix: str = "") -> Thm1Run:
+def _train(cfg: Theorem1Config, seeds: list[int], n: int, dtype, device, prefix: str = "") -> Thm1Run:
     """Replicas (η, seed), η-major; replica i's metrics are named ``{prefix}eta={η}.<metric>``."""
     reps = Replicas.grid(cfg.etas, seeds, label=lambda e: f"{prefix}{eta_key(e)}.")
-    dist = make_dist(cfg, reps, reps.values, dtype)
+    dist = make_dist(cfg, reps, reps.values, dtype, device)
     tr = dist.sample(n, reps, "train")
     te = dist.sample(cfg.n_test, reps, "test")
-    net = make_net(cfg, reps, dtype)
+    net = make_net(cfg, reps, dtype, device)
     res = gd(net, tr, cfg.steps_(), cfg.alpha, reps, probe=pattern_probe(net, tr), probe_every=cfg.probe_every,
              desc=f"{prefix}GD (η, seed) × {len(reps)}", threads=cfg.threads)
     return Thm1Run(reps, dist, tr, te, net, res)
@@ -164,7 +164,7 @@ def _n_sweep(ctx, cfg: Theorem1Config, seeds: list[int], dtype) -> list[tuple]:
     """Test error vs n: the same η grid, one batched run per n. Rows (n, η, clean test error, pattern share)."""
     rows = []
     for n in cfg.n_sweep:
-        run = _train(cfg, seeds, n, dtype, prefix=f"n={n}.")
+        run = _train(cfg, seeds, n, dtype, ctx.device, prefix=f"n={n}.")
         ctx.trained(run.res)
         for eta, st in _per_eta(cfg.etas, _measure(run), len(seeds)).items():
             for name in ("test_err", "clean_test_err", "pattern_exact"):
@@ -191,7 +191,7 @@ def _judge(ctx, cfg: Theorem1Config, per_eta, orc: float, n_seeds: int) -> None:
     ctx.claim("rfa.thm1_pattern", frac, scale=1 - 4 * cfg.delta)
     se = max(math.sqrt(e * (1 - e) / (cfg.n_test * n_seeds)) for e in cfg.etas)
     ctx.claim("rfa.thm1_test_err", max(m[f"{eta_key(e)}.test_err"] - e for e in cfg.etas), scale=3 * se)
-    b = amp.appd_bound(cfg.sigma_for(cfg.d), cfg.law)  # App. D eq. (56): f*'s clean error
+    b = lemmas.appd_bound(cfg.sigma_for(cfg.d), cfg.law)  # App. D eq. (56): f*'s clean error
     ctx.claim("rfa.thm1_clean", max(m[f"{eta_key(e)}.clean_test_err"] for e in cfg.etas),
               scale=b + 3 * math.sqrt(b / (cfg.n_test * n_seeds)))
     if orc is None:  # the baselines were not fitted (a control that does not target them)
@@ -214,6 +214,7 @@ def _judge(ctx, cfg: Theorem1Config, per_eta, orc: float, n_seeds: int) -> None:
         "theory": {"seeds": 10, "d": 700, "n": 200, "m": 32, "alpha": 0.2, "sigma": 0.002, "omega": 5e-5,
                    "etas": [0.0, 0.05, 0.1], "n_sweep": [], "dtype": "float64"},
     },
+    tiny={"seeds": 1, "d": 60, "n": 100, "m": 21, "n_test": 100, "n_sweep": [30], "noise": "boundary"},
     claims=CLAIMS, controls=CONTROLS)
 def rfa_theorem1(ctx) -> None:
     cfg: Theorem1Config = ctx.cfg
@@ -221,19 +222,19 @@ def rfa_theorem1(ctx) -> None:
     assumption_notes(ctx, cfg, max(cfg.etas))
     ctx.note(f"T = 1 + ⌊1/(4α)⌋ = {cfg.T()}; training {cfg.steps_()} GD steps; noise model {cfg.noise}, "
              f"law {cfg.law}, σ = {cfg.sigma_for(cfg.d):.3g}, ω = {cfg.omega_for(cfg.d):.3g}")
-    run = _train(cfg, seeds, cfg.n, dtype)
+    run = _train(cfg, seeds, cfg.n, dtype, ctx.device)
     ctx.trained(run.res)
     per_eta = _per_eta(cfg.etas, _measure(run), len(seeds))
     for eta, st in per_eta.items():
         for name in PER_ETA:
             ctx.metric(f"{eta_key(eta)}.{name}", st[name])
     base, orc = {}, None
-    if ctx.judged is None or ctx.judged & {"rfa.linear_chance", "rfa.linear_bias"}:  # a control may not need them
+    if ctx.judges("rfa.linear_chance", "rfa.linear_bias"):  # a control may not need them
         base = linear_baselines(run.tr, run.te)
         for name, v in base.items():
             ctx.metric(name, v)
         orc = ctx.metric("halfspace_best.clean_test_acc", oracle_halfspace(run.dist, run.tr, run.te))
     n_rows = _n_sweep(ctx, cfg, seeds, dtype)
-    if ctx.judged is None:  # a control judges its claims only: no figure
+    if not ctx.is_control:  # a control judges its claims only: no figure
         _draw(ctx, cfg, per_eta, n_rows, base, orc, len(seeds))
     _judge(ctx, cfg, per_eta, orc, len(seeds))

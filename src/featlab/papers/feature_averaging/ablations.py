@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ...report import plots
+from ... import plotting
 from ...runs.claims import AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
 from .common import FADataConfig, fit_binary, make_data
@@ -42,6 +42,8 @@ ABLATIONS: dict[str, tuple[str, list[Any], str, str, str]] = {
 # it shows from η ≈ 0.3 on (fidelity 0.38; 0.75 at η = 0.1, 0.06 at η = 1). This preset puts that scale beside
 # the paper's values.
 EXTRA_PRESETS = {"fa-ablation-lr": {"extended": {"seeds": 2, "values": [0.3, 1e-2, 1e-3, 1e-4]}}}
+TINY = {"seeds": 1, "k": 4, "d": 32, "m": 2, "n": 60, "T": 5}  # the device test's size; n varies in fa-ablation-n
+TINY_VALUES = {"n": [40, 60]}
 LABEL = {"n": "n", "eta": "η", "sigma_w": "σ_w = σ_b", "alpha": "SNR α/σ", "pairwise_cos": "cos(μ_i, μ_j)"}
 
 # Controls: settings where the paper's statement is false. "Averaging at every value" is false for the untrained
@@ -106,7 +108,7 @@ def _measure(net, dist, m: int):
 
 def _draw(ctx, cfg: FAAblationConfig, fig: str, panels) -> None:
     """The paper's three-panel figure: the mean cosine map at each value."""
-    ctx.figure(plots.heatmap_panels(
+    ctx.figure(plotting.heatmap_panels(
         panels, f"{fig}: 2-class cos($\\mu_i, w_j$), mean of {len(ctx.seeds)} seeds (k={cfg.k}, d={cfg.d})"),
         f"{fig.lower().replace(' ', '')}_cosine")
 
@@ -154,4 +156,5 @@ for _id, (_field, _values, _fig, _statement, _kind) in ABLATIONS.items():
                presets={"paper": {"seeds": 5, "values": _values},
                         "quick": {"seeds": 2 if _field != "n" else 1, "values": _values},
                         **EXTRA_PRESETS.get(_id, {})},
+               tiny={**TINY, "values": TINY_VALUES.get(_field, _values)},
                claims=_claims(_id), controls=[Control(*CONTROLS[_id])])(_make(_id))

@@ -27,7 +27,7 @@ from ...data.base import Batch
 from ...nn.twolayer import EnsembleTwoLayer, block_readout, sign_prediction, signed_readout
 from ...train.loop import train
 from ...train.objectives import cross_entropy, logistic
-from . import measures as al
+from . import measures
 from .data import MultiClusterDistribution
 
 
@@ -150,13 +150,13 @@ def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
     """Full-batch GD on the logistic loss (FA eq. 1)."""
     net = binary_net(cfg, seeds, tr.x.dtype, tr.x.device)
     x = train_inputs(cfg, tr)
-    mask = al.in_class_mask(dist.positive, cfg.m, cfg.m)
+    mask = measures.in_class_mask(dist.positive, cfg.m, cfg.m)
 
     def probe(step):
         with torch.no_grad():
             acc = (sign_prediction(net(x)) == tr.y).to(x.dtype).mean(-1)
-            cos = al.cosine_matrix(dist.mu, net.W)
-        return {"train_acc": acc, "cos_in_class_mean": al.averaging_stats(cos, mask)["cos_in_class_mean"]}
+            cos = measures.cosine_matrix(dist.mu, net.W)
+        return {"train_acc": acc, "cos_in_class_mean": measures.averaging_stats(cos, mask)["cos_in_class_mean"]}
 
     res = train([net.W, net.b], lambda step: logistic(net(x), tr.y), cfg.T, seeds=seeds, lr=cfg.eta,
                 probe=probe, probe_every=cfg.probe_every, prefix=prefix, desc=f"{prefix}GD")
@@ -172,8 +172,8 @@ def fit_kclass(cfg, seeds, dist, tr, prefix="multiclass."):
         with torch.no_grad():
             logits = net(x)
             acc = (logits.argmax(-1) == c).to(x.dtype).mean(-1)
-            cos = al.cosine_matrix(dist.mu, al.equivalent_weights(net.W, cfg.k))
-        return {"train_acc_kclass": acc, "cos_diag_mean": al.decoupling_stats(cos)["cos_diag_mean"]}
+            cos = measures.cosine_matrix(dist.mu, measures.equivalent_weights(net.W, cfg.k))
+        return {"train_acc_kclass": acc, "cos_diag_mean": measures.decoupling_stats(cos)["cos_diag_mean"]}
 
     res = train([net.W], lambda step: cross_entropy(net(x), c), cfg.T, seeds=seeds, lr=cfg.eta,
                 probe=probe, probe_every=cfg.probe_every, prefix=prefix, desc=f"{prefix}GD")

@@ -28,12 +28,13 @@ from ...config import check
 from ...data.images import ImageData
 from ...errors import DataError
 from ...nn.twolayer import logit_margin_readout
-from ...report import plots
-from ...report.tables import table
+from ... import plotting
+from ...text import table
 from ...runs.claims import AtLeast, Claim, Control
 from ...runs.registry import experiment
-from ...train.image_loop import (ImageTrainFields, build_model, fingerprint_of, fit, load_run_data, predict,
-                                 run_checkpoints)
+from ...train.checkpoints import fingerprint_of, run_checkpoints
+from ...train.image_config import ImageTrainFields, build_model, load_run_data
+from ...train.image_trainer import fit, predict
 from ...utils import torch_threads
 from . import deep_measures as dm
 
@@ -138,7 +139,7 @@ def run_fa_resnet(ctx) -> None:
             clean["multiclass_balanced"].append(last["test_acc_balanced"])
             clean["multiclass_kclass"].append(math.nan if coarse else last["test_acc_kclass"])
             masks["multiclass"].append(dm.measure_robustness(ctx, model, data, pos_mask, "multiclass", seed,
-                                                             torch.tensor([False, True]) if coarse else None))
+                                                             torch.tensor([False, True], device="cpu") if coarse else None))
         curves = dm.summarise(ctx, masks, clean)
         _draw(ctx, curves, data.num_classes)
         if cfg.smoke:
@@ -158,7 +159,7 @@ def _positive_mask(ctx, k: int) -> torch.Tensor:
     if max(positive) >= k or len(positive) >= k:
         raise DataError(f"{ctx.experiment_id}: the 'positive' field must list classes below {k} and leave some "
                         f"out; got {positive}")
-    pos_mask = torch.zeros(k, dtype=torch.bool)
+    pos_mask = torch.zeros(k, dtype=torch.bool, device="cpu")  # beside the labels, on the CPU
     pos_mask[positive] = True
     return pos_mask
 
@@ -167,11 +168,12 @@ def augment(x: torch.Tensor, g: torch.Generator, pad: int = 4) -> torch.Tensor:
     """Random crop (zero padding ``pad``) and horizontal flip, per image, drawn from generator g."""
     n, c, h, w = x.shape
     xp = F.pad(x, (pad, pad, pad, pad))
-    dx = torch.randint(0, 2 * pad + 1, (n,), generator=g)
-    dy = torch.randint(0, 2 * pad + 1, (n,), generator=g)
-    flip = torch.rand(n, generator=g) < 0.5
-    rows = dy[:, None] + torch.arange(h)[None]
-    cols = dx[:, None] + torch.arange(w)[None]
+    dev = g.device  # drawn where the generator lives, moved to the images
+    dx = torch.randint(0, 2 * pad + 1, (n,), generator=g, device=dev).to(x.device)
+    dy = torch.randint(0, 2 * pad + 1, (n,), generator=g, device=dev).to(x.device)
+    flip = (torch.rand(n, generator=g, device=dev) < 0.5).to(x.device)
+    rows = dy[:, None] + torch.arange(h, device=x.device)[None]
+    cols = dx[:, None] + torch.arange(w, device=x.device)[None]
     cols = torch.where(flip[:, None], cols.flip(1), cols)
     t = xp.gather(2, rows[:, None, :, None].expand(n, c, h, w + 2 * pad))
     return t.gather(3, cols[:, None, None, :].expand(n, c, h, w))
@@ -204,7 +206,7 @@ def _train(ctx, data: ImageData, pos_mask: torch.Tensor, head: str, seed: int, c
         with torch.no_grad():
             return model, evaluate(model)
     res = ctx.trained(fit(model, batch_fn, len(data.y_train), cfg.fit_spec(), evaluate=evaluate, seed=seed,
-                          device=cfg.device, checkpoint=ck / f"{head}-seed{seed}.pt",
+                          device=ctx.device, checkpoint=ck / f"{head}-seed{seed}.pt",
                           fingerprint=fingerprint_of(ctx.experiment_id, cfg, head=head), desc=f"{head} seed {seed}",
                           prefix=f"{head}."))
     return model, res.history[-1]
@@ -229,12 +231,12 @@ def _draw(ctx, curves: dict[str, dict[str, torch.Tensor]], k: int) -> None:
                      [7, 8, 6, 9, 6, 10, 10]))
     name = {"digits": "8×8 digits, small CNN", "mnist": "MNIST, ResNet-18", "cifar10": "CIFAR-10, ResNet-18"}
     lines = []
-    for h, color, lab in (("binary", plots.RED, "2-class labels"), ("multiclass", plots.BLUE, f"{k}-class labels")):
+    for h, color, lab in (("binary", plotting.RED, "2-class labels"), ("multiclass", plotting.BLUE, f"{k}-class labels")):
         lines.append(dict(label=f"{lab} (PGD)", mean=A[h].mean(0), std=A[h].std(0, correction=0), color=color,
                           paper=(paper[0], paper[2 if h == "binary" else 1]) if paper else None))
         lines.append(dict(label=f"{lab}, points both classify correctly", mean=S[h].mean(0), style="--",
                           std=S[h].std(0, correction=0), color=color))
-    ctx.figure(plots.robust_curves(radii, lines, [], f"{'SMOKE TEST: ' if cfg.smoke else ''}Robust test accuracy, "
+    ctx.figure(plotting.robust_curves(radii, lines, [], f"{'SMOKE TEST: ' if cfg.smoke else ''}Robust test accuracy, "
                                    f"{name[cfg.dataset]} ({len(ctx.seeds)} seeds, ±1 std)"),
                f"fig3_{cfg.dataset}_robustness")
 
@@ -254,6 +256,7 @@ COARSE = Control("coarse-labels", {"kclass_labels": "coarse", "seeds": 1},
                  "arm's training (same seed), read out and attacked through the k-class path; the two arms coincide, "
                  "so neither is more robust (one seed: they coincide for every seed)",
                  claims=tuple(c.id for c in CLAIMS))
+TINY = {"seeds": 1, "epochs": 1, "width": 2, "augment": True, "radii": [0, 0.3], "n_attack": 8, "pgd_steps": 2}
 UNTRAINED = Control("untrained", {"epochs": 0}, "epochs = 0: both networks at their random init, same data and "
                     "measurements; an untrained network is not accurate", claims=("fa.deep_binary_clean",
                                                                                     "fa.deep_multiclass_clean"))
@@ -266,12 +269,12 @@ experiment("fa-resnet-digits", paper="feature-averaging", reference=FA_REF + " o
                               "radii": DIGITS_RADII[::2], "n_attack": 300},
                     "paper": {"dataset": "digits", "model": "smallcnn", "width": 32, "seeds": 5, "epochs": 100,
                               "batch_size": 128, "optimizer": "sgd", "lr": 0.05, "momentum": 0.9,
-                              "weight_decay": 5e-4, "schedule": "cosine", "radii": DIGITS_RADII}}
-           )(run_fa_resnet)
+                              "weight_decay": 5e-4, "schedule": "cosine", "radii": DIGITS_RADII}},
+           tiny=TINY)(run_fa_resnet)
 for _name, _p in (("fa-resnet-mnist", FA_MNIST), ("fa-resnet-cifar10", FA_CIFAR)):
     experiment(_name, paper="feature-averaging", reference=FA_REF, summary=FA_SUMMARY + f" ({_p['dataset']})",
                config=FAResNetConfig, claims=CLAIMS + _clean_claims(_p["dataset"]), controls=[COARSE, UNTRAINED],
                presets={"paper": dict(_p), "quick": {**_p, "dataset": "digits", "smoke": True, "model": "smallcnn",
                                                      "width": 16, "epochs": 8, "batch_size": 64, "lr": 0.05,
                                                      "augment": False, "cpu_threads": 1, "n_attack": 200,
-                                                     "pgd_steps": 5}})(run_fa_resnet)
+                                                     "pgd_steps": 5}}, tiny=TINY)(run_fa_resnet)

@@ -23,16 +23,19 @@ from ...config import ExperimentConfig, check
 from ...data.embeddings import embedding_split
 from ...errors import DataError
 from ...nn.twolayer import EnsembleTwoLayer, block_readout, logit_margin_readout, signed_readout
-from ...report import plots
+from ... import plotting
 from ...runs.claims import AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
 from ...train.loop import train
 from ...train.objectives import cross_entropy, logistic
 from ...utils import torch_threads
-from . import measures as al
+from . import measures
 
 
 class FAEmbeddingsConfig(ExperimentConfig):
+    dtype: Literal["float32", "float64"] = Field(
+        "float64", description="float64 by default (unlike the other experiments): the heads were always trained in "
+        "float64, and every preset keeps it")
     embeddings: str = Field("digits", description="'digits' (the 64 pixels of 8×8 digits; no download) or a .npz/"
                             ".npy/.parquet file of image embeddings with labels (see 'featlab embed')")
     labels_file: str | None = Field(None, description="labels (.npy) when 'embeddings' is a bare .npy array")
@@ -80,15 +83,16 @@ CLAIMS = [
 
 @dataclass
 class _Task:
-    """The prepared embeddings: inputs x (double, ‖x‖ ≈ √D), classes relabelled so that 0..k/2−1 are J+."""
+    """The prepared embeddings on the run's device: inputs x (cfg.dtype, ‖x‖ ≈ √D), classes relabelled so that
+    0..k/2−1 are J+."""
 
     xtr: torch.Tensor
     xte: torch.Tensor
-    ytr: torch.Tensor  # the file's labels (Fig 10)
+    ytr: torch.Tensor  # the file's labels (Fig 10), on the CPU
     ctr: torch.Tensor  # relabelled classes
     cte: torch.Tensor
     pos_r: torch.Tensor  # (k,) J+ mask of the relabelled classes: the first k/2
-    order: torch.Tensor  # file class of each relabelled class
+    order: torch.Tensor  # file class of each relabelled class, on the CPU
     mu: torch.Tensor  # (k, D) μ_j: class means of the training embeddings
     k: int
     src: str
@@ -101,11 +105,13 @@ class _Task:
             controls=[Control("untrained", {"steps": 0}, "steps = 0: both heads at their random init (std sigma_w), "
                               "same embeddings and measurements; random weights neither decouple nor average")],
             presets={"quick": {"seeds": 4, "cpu_threads": 1},
-                     "paper": {"seeds": 5, "embeddings": "cifar10_clip_vitb32.npz"}})
+                     "paper": {"seeds": 5, "embeddings": "cifar10_clip_vitb32.npz"}},
+            tiny={"seeds": 1, "steps": 5, "per_class": 10})
 def fa_embeddings(ctx) -> None:
     cfg: FAEmbeddingsConfig = ctx.cfg
     with torch_threads(cfg.cpu_threads):
-        task = _prepare(cfg, *embedding_split(cfg.embeddings, cfg.labels_file, cfg.test_fraction))
+        task = _prepare(cfg, ctx.dtype, ctx.device,
+                        *embedding_split(cfg.embeddings, cfg.labels_file, cfg.test_fraction))
         bnet, knet = _train(ctx, task)
         bcos, kcos = _measure_heads(ctx, task, bnet, knet)
         corr, lab = _measure_embeddings(ctx, task)
@@ -113,7 +119,7 @@ def fa_embeddings(ctx) -> None:
         _judge(ctx)
 
 
-def _prepare(cfg: FAEmbeddingsConfig, ztr, ytr, zte, yte, src: str) -> _Task:
+def _prepare(cfg: FAEmbeddingsConfig, dtype, device, ztr, ytr, zte, yte, src: str) -> _Task:
     k = int(max(ytr.max(), yte.max())) + 1
     if k * cfg.h != cfg.width:
         raise DataError(f"fa-embeddings: {src} has {k} classes, so width must be k·h = {k * cfg.h} (got width="
@@ -122,30 +128,30 @@ def _prepare(cfg: FAEmbeddingsConfig, ztr, ytr, zte, yte, src: str) -> _Task:
         raise DataError(f"fa-embeddings: 'positive' must list half of the {k} classes (the 2-class head has width/2 "
                         f"neurons per sign, h per class); got {cfg.positive}")
     D = ztr.shape[1]
-    mean = ztr.mean(0) if cfg.center else torch.zeros(D)
+    mean = ztr.mean(0) if cfg.center else torch.zeros(D, dtype=ztr.dtype, device=ztr.device)
     scale = ((ztr - mean).norm(dim=1).mean() / math.sqrt(D))
-    prep = lambda z: ((z - mean) / scale).double()  # noqa: E731  (‖z‖ ≈ √D on average)
+    prep = lambda z: ((z - mean) / scale).to(device=device, dtype=dtype)  # noqa: E731  (‖z‖ ≈ √D on average)
     xtr, xte = prep(ztr), prep(zte)
-    pos = torch.zeros(k, dtype=torch.bool)
+    pos = torch.zeros(k, dtype=torch.bool, device=ytr.device)  # class bookkeeping on the labels' device (CPU)
     pos[cfg.positive] = True
     # class order for the figure and the head: J+ classes first, then J− (rows μ_1..μ_k in this order)
     order = torch.cat([pos.nonzero().flatten(), (~pos).nonzero().flatten()])
-    rank = torch.empty(k, dtype=torch.long)
-    rank[order] = torch.arange(k)
-    ctr, cte = rank[ytr], rank[yte]  # relabelled so that classes 0..k/2−1 are J+
+    rank = torch.empty(k, dtype=torch.long, device=ytr.device)
+    rank[order] = torch.arange(k, device=ytr.device)
+    ctr, cte = rank[ytr].to(device), rank[yte].to(device)  # relabelled so that classes 0..k/2−1 are J+
     mu = torch.stack([xtr[ctr == c].mean(0) for c in range(k)])  # μ_j: class means of the training embeddings
-    return _Task(xtr, xte, ytr, ctr, cte, torch.arange(k) < k // 2, order, mu, k, src)
+    return _Task(xtr, xte, ytr, ctr, cte, torch.arange(k, device=device) < k // 2, order, mu, k, src)
 
 
 def _train(ctx, t: _Task) -> tuple[EnsembleTwoLayer, EnsembleTwoLayer]:
     """The 2-class head (§2.1's binary net, logistic loss) and the k-class head (h neurons per class, CE)."""
     cfg: FAEmbeddingsConfig = ctx.cfg
     seeds, E, half, D = ctx.seeds, len(ctx.seeds), cfg.width // 2, t.xtr.shape[1]
-    ypm_tr = t.pos_r[t.ctr].double() * 2 - 1
+    ypm_tr = t.pos_r[t.ctr].to(t.xtr.dtype) * 2 - 1
     bnet = EnsembleTwoLayer.init(seeds, D, signed_readout(half, half, 1 / half), sigma_w=cfg.sigma_w, sigma_b=None,
-                                 dtype=torch.float64, role="init/emb-binary")
+                                 dtype=ctx.dtype, device=ctx.device, role="init/emb-binary")
     knet = EnsembleTwoLayer.init(seeds, D, block_readout(t.k, cfg.h, 1 / cfg.h), sigma_w=cfg.sigma_w, sigma_b=None,
-                                 dtype=torch.float64, role="init/emb-multiclass")
+                                 dtype=ctx.dtype, device=ctx.device, role="init/emb-multiclass")
     opt = "adam" if cfg.optimizer == "adam" else "gd"
     xtr, every = t.xtr, max(1, cfg.steps // 20)
     ctx.trained(train([bnet.W], lambda s: logistic(bnet(xtr), ypm_tr), cfg.steps, seeds=seeds, optimizer=opt,
@@ -163,16 +169,16 @@ def _train(ctx, t: _Task) -> tuple[EnsembleTwoLayer, EnsembleTwoLayer]:
 @torch.no_grad()
 def _measure_heads(ctx, t: _Task, bnet, knet) -> tuple[torch.Tensor, torch.Tensor]:
     """Test accuracies and cos(μ_i, w_j) of both heads' equivalent weights (E, k, k), with their block statistics."""
-    ypm_te = t.pos_r[t.cte].double() * 2 - 1
+    ypm_te = t.pos_r[t.cte].to(t.xte.dtype) * 2 - 1
     ctx.metric("binary.test_acc", (torch.where(bnet(t.xte) > 0, 1.0, -1.0) == ypm_te).double().mean(-1))
     lk = knet(t.xte)
     ctx.metric("multiclass.test_acc_kclass", (lk.argmax(-1) == t.cte).double().mean(-1))
     ctx.metric("multiclass.test_acc", ((logit_margin_readout(lk, t.pos_r) > 0) == t.pos_r[t.cte]).double().mean(-1))
     # equivalent weights: groups of h consecutive neurons (2-class: k/2 positive then k/2 negative groups)
     mu_e = t.mu.expand(len(ctx.seeds), t.k, t.mu.shape[1])
-    bcos = al.cosine_matrix(mu_e, al.equivalent_weights(bnet.W, t.k))  # (E, k, k)
-    kcos = al.cosine_matrix(mu_e, al.equivalent_weights(knet.W, t.k))
-    eye = torch.eye(t.k, dtype=torch.bool)
+    bcos = measures.cosine_matrix(mu_e, measures.equivalent_weights(bnet.W, t.k))  # (E, k, k)
+    kcos = measures.cosine_matrix(mu_e, measures.equivalent_weights(knet.W, t.k))
+    eye = torch.eye(t.k, dtype=torch.bool, device=bcos.device)
     block = t.pos_r[:, None] == t.pos_r[None, :]
     for name, cos in (("binary", bcos), ("multiclass", kcos)):
         diag = cos[:, eye].mean(-1)
@@ -188,11 +194,11 @@ def _measure_heads(ctx, t: _Task, bnet, knet) -> tuple[torch.Tensor, torch.Tenso
 def _measure_embeddings(ctx, t: _Task) -> tuple[np.ndarray, torch.Tensor]:
     """Fig 10: cos(z_i, z_j) of ``per_class`` training embeddings per class, ordered by class; (corr, labels)."""
     sel = torch.cat([(t.ytr == c).nonzero().flatten()[: ctx.cfg.per_class] for c in range(t.k)])
-    zs = t.xtr[sel]
+    zs = t.xtr[sel.to(t.xtr.device)]
     zs = zs / zs.norm(dim=1, keepdim=True)
-    corr = (zs @ zs.T).numpy()
+    corr = (zs @ zs.T).cpu().numpy()
     lab = t.ytr[sel]
-    same = (lab[:, None] == lab[None, :]) & ~torch.eye(len(sel), dtype=torch.bool)
+    same = (lab[:, None] == lab[None, :]) & ~torch.eye(len(sel), dtype=torch.bool, device=lab.device)
     ctx.metric("embeddings.cos_within_class", float(torch.from_numpy(corr)[same].mean()))
     ctx.metric("embeddings.cos_between_class", float(torch.from_numpy(corr)[lab[:, None] != lab[None, :]].mean()))
     return corr, lab
@@ -201,13 +207,13 @@ def _measure_embeddings(ctx, t: _Task) -> tuple[np.ndarray, torch.Tensor]:
 def _draw(ctx, t: _Task, bcos: torch.Tensor, kcos: torch.Tensor, corr: np.ndarray, lab: torch.Tensor) -> None:
     cfg: FAEmbeddingsConfig = ctx.cfg
     E, k = len(ctx.seeds), t.k
-    ctx.figure(plots.heatmap_panels([
+    ctx.figure(plotting.heatmap_panels([
         (bcos.mean(0).cpu().numpy(), f"(c) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
         (kcos.mean(0).cpu().numpy(), f"(d) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
         f"Feature averaging vs decoupling on {t.src} (width {cfg.width}, h={cfg.h}; rows/columns: J+ classes "
         f"{[int(c) for c in t.order[: k // 2]]} first)"), "fig2cd_embedding_cosine")
 
-    fig, ax = plots.subplots(figsize=(6.2, 5.4))
+    fig, ax = plotting.subplots(figsize=(6.2, 5.4))
     im = ax.imshow(corr, cmap="viridis", interpolation="nearest")
     edges = np.cumsum([0] + [int((lab == c).sum()) for c in range(k)])
     ax.set_xticks((edges[:-1] + edges[1:]) / 2, [str(c) for c in range(k)], fontsize=7)

@@ -30,7 +30,7 @@ from ...runs.claims import AtMost, Claim, Control, Within
 from ...runs.registry import experiment
 from ...utils import generator, torch_threads
 from . import attacks
-from . import measures as al
+from . import measures
 from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
 from .phase_plots import phase_figure
 
@@ -75,12 +75,12 @@ def _critical(cfg: FAPhaseConfig, seeds, dist, te, net, positive, radii: list[fl
     return critical_radius(radii, acc)
 
 
-def _measure(cfg: FAPhaseConfig, seeds, k: int, d: int, dtype) -> dict[str, float]:
+def _measure(cfg: FAPhaseConfig, seeds, k: int, d: int, dtype, device) -> dict[str, float]:
     sub = _cell(cfg, k, d)
-    dist, tr, te = make_data(sub, seeds, dtype)
+    dist, tr, te = make_data(sub, seeds, dtype, device)
     bnet, bres = fit_binary(sub, seeds, dist, tr)
     knet, kres = fit_kclass(sub, seeds, dist, tr)
-    _, st = al.binary_alignment(bnet, dist, sub.m)
+    _, st = measures.binary_alignment(bnet, dist, sub.m)
     with torch.no_grad():
         b_acc = (sign_prediction(bnet(te.x)) == te.y).to(dtype).mean(-1)
         k_acc = (sign_prediction(binary_readout(knet(te.x), dist.positive)) == te.y).to(dtype).mean(-1)
@@ -124,6 +124,8 @@ def loglog_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float
                        "pgd_steps": 20, "convergence_check": False},
              "paper": {"seeds": 3, "ks": [4, 8, 16, 32], "ds": [1024, 2048, 4096, 8192, 16384], "n_test": 500,
                        "convergence_check": False}},
+    tiny={"seeds": 1, "ks": [2, 4], "ds": [64, 128], "n": 100, "n_test": 40, "T": 20, "n_radii": 4, "pgd_steps": 2,
+          "attacks": ["pgd", "avgdir", "midpoint"]},
     claims=CLAIMS)
 def fa_phase(ctx) -> None:
     cfg: FAPhaseConfig = ctx.cfg
@@ -133,7 +135,7 @@ def fa_phase(ctx) -> None:
             if d < k:
                 continue
             with torch_threads(1 if len(ctx.seeds) * cfg.n * (2 * cfg.m + k) * d < 2e8 else 0):  # small: 1 thread
-                cells[k, d], results = _measure(cfg, ctx.seeds, k, d, ctx.dtype)
+                cells[k, d], results = _measure(cfg, ctx.seeds, k, d, ctx.dtype, ctx.device)
             for res in results:
                 ctx.trained(res)
             for name, v in cells[k, d].items():
@@ -146,7 +148,7 @@ def fa_phase(ctx) -> None:
         ctx.metric(f"{net}.radius_exponent_ci_lo", lo)
         ctx.metric(f"{net}.radius_exponent_ci_hi", hi)
         ctx.note(f"{net}: fitted exponent {slope:.3f} (95 % interval [{lo:.3f}, {hi:.3f}]; theory 0.5)")
-    if ctx.judged is None:
+    if not ctx.is_control:
         ctx.figure(phase_figure(cfg, cells, fits), "phase_heatmaps")
     worst = max(abs(cells[c]["binary.cos_ratio"] - 1) for c in keys)
     ctx.claim("fa.phase_cos_everywhere", worst)

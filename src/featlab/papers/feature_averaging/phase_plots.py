@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from ...report.plots import BLUE, RED, get_cmap, subplots
+from ...plotting import BLUE, RED, get_cmap, subplots
 
 PANELS = (("binary.cos_ratio", "binary cos(μ_j, w) / (1/√(k/2))  [Thm 4.5 (2)]"),
           ("binary.radius_ratio", "binary critical radius / √(d/k)  [Thm 4.5 (3)]"),

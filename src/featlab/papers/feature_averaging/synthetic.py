@@ -11,13 +11,13 @@ import torch
 
 from ...nn.twolayer import binary_readout, sign_prediction
 from ...probes.robustness import critical_radius, worst_case
-from ...report import plots
+from ... import plotting
 from ...runs.claims import AtLeast, AtMost, Claim, Control, Within
 from ...runs.registry import experiment
 from ...utils import progress_bar
 from ...utils import generator
 from . import attacks
-from . import measures as al
+from . import measures
 from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
 
 # Fig 3 (left), read off the paper's figure (±1 point): robust accuracy (%) at these radii.
@@ -76,6 +76,8 @@ CLAIMS = [
                       "measurements")],
     presets={"paper": {"seeds": 5},
              "quick": {"seeds": 4, "n_test": 500, "pgd_steps": 20, "thm46_starts": 16, "thm46_steps": 50}},
+    tiny={"seeds": 1, "k": 4, "d": 32, "m": 2, "n": 60, "n_test": 20, "T": 5, "radii": [0, 2], "pgd_steps": 2,
+          "thm46_starts": 2, "thm46_steps": 2},
     claims=CLAIMS)
 def fa_synthetic(ctx) -> None:
     cfg: FASyntheticConfig = ctx.cfg
@@ -107,11 +109,12 @@ def _measure(cfg: FASyntheticConfig, seeds, dist, tr, te, bnet, knet):
     and the robust-accuracy curves {attack: (binary (R, E), k-class (R, E))} (Fig 3 left)."""
     m = _clean_accuracy(dist, te, bnet, knet)
     # ---- alignment (Thm 4.5 (2), 4.7 (2)); Fig 2a/2b
-    bcos, bstats = al.binary_alignment(bnet, dist, cfg.m)
-    kcos, kstats = al.kclass_alignment(knet, dist, cfg.k)
+    bcos, bstats = measures.binary_alignment(bnet, dist, cfg.m)
+    kcos, kstats = measures.kclass_alignment(knet, dist, cfg.k)
     m.update({f"binary.{name}": v for name, v in bstats.items()})
     m.update({f"multiclass.{name}": v for name, v in kstats.items()})
-    m["binary.cos_in_class_ideal"] = al.fa_ideal(dist, cfg.m)[:, al.in_class_mask(dist.positive, cfg.m, cfg.m)].mean()
+    in_class = measures.in_class_mask(dist.positive, cfg.m, cfg.m)
+    m["binary.cos_in_class_ideal"] = measures.fa_ideal(dist, cfg.m)[:, in_class].mean()
     m.update(_thm46(cfg, seeds, dist, tr, bnet))
     with torch.no_grad():  # Lemma 5.5: S_{y_i,i} = [m], neurons 0..m−1 carry s = +1 (signed_readout)
         active = bnet.preactivation(tr.x) >= 0  # (E, n, 2m), ReLU'(0) = 1
@@ -149,7 +152,7 @@ def _thm46(cfg: FASyntheticConfig, seeds, dist, tr, bnet) -> dict[str, torch.Ten
     rand = torch.stack([torch.randn(cfg.thm46_starts, cfg.d, generator=generator(s, "thm46"), dtype=torch.float64,
                                     device="cpu") for s in seeds])  # each replica from its own (CPU) stream
     starts = torch.cat([rand.to(tr.x.device, tr.x.dtype), tr.x[:, : cfg.thm46_starts]], 1)
-    t46 = al.thm46_distance(bnet, dist.mu, dist.positive, cfg.m, starts=starts, steps=cfg.thm46_steps)
+    t46 = measures.thm46_distance(bnet, dist.mu, dist.positive, cfg.m, starts=starts, steps=cfg.thm46_steps)
     return {"binary.thm46_bound": t46["bound"], "binary.thm46_estimate": t46["estimate"],
             "binary.thm46_scale": t46["scale"], "binary.thm46_relative": t46["estimate"] / t46["scale"]}
 
@@ -201,7 +204,7 @@ def _curve_rows(cfg: FASyntheticConfig, seeds, curves) -> list[tuple]:
 def _draw(ctx, cfg: FASyntheticConfig, bcos, kcos, curves) -> None:
     """Fig 2a/2b (cosine maps, mean over seeds) and Fig 3 left (robust accuracy vs radius, the paper's beside)."""
     k, d, E = cfg.k, cfg.d, bcos.shape[0]
-    ctx.figure(plots.heatmap_panels([
+    ctx.figure(plotting.heatmap_panels([
         (bcos.mean(0).cpu().numpy(), f"(a) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
         (kcos.mean(0).cpu().numpy(), f"(b) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
         f"Feature averaging vs decoupling (k={k}, d={d}, m={cfg.m}, n={cfg.n}, η={cfg.eta:g}, T={cfg.T})"),
@@ -209,16 +212,16 @@ def _draw(ctx, cfg: FASyntheticConfig, bcos, kcos, curves) -> None:
     (b_w, k_w) = curves["worst"]
     paper_ok = (k, d) == (10, 3072)
     lines = [
-        dict(label="2-class labels (worst case)", mean=b_w.mean(1), std=b_w.std(1, correction=0), color=plots.RED,
+        dict(label="2-class labels (worst case)", mean=b_w.mean(1), std=b_w.std(1, correction=0), color=plotting.RED,
              paper=(PAPER_FIG3_RADII, PAPER_FIG3_BINARY) if paper_ok else None),
         dict(label=f"{k}-class labels (worst case)", mean=k_w.mean(1), std=k_w.std(1, correction=0),
-             color=plots.BLUE, paper=(PAPER_FIG3_RADII, PAPER_FIG3_KCLASS) if paper_ok else None)]
+             color=plotting.BLUE, paper=(PAPER_FIG3_RADII, PAPER_FIG3_KCLASS) if paper_ok else None)]
     if "pgd" in curves:  # margin PGD alone: the gap to the worst case is what masking hides
-        lines += [dict(label="2-class labels (margin PGD alone)", mean=curves["pgd"][0].mean(1), color=plots.RED,
+        lines += [dict(label="2-class labels (margin PGD alone)", mean=curves["pgd"][0].mean(1), color=plotting.RED,
                        style="--"),
                   dict(label=f"{k}-class labels (margin PGD alone)", mean=curves["pgd"][1].mean(1),
-                       color=plots.BLUE, style="--")]
-    ctx.figure(plots.robust_curves(cfg.radius_grid(), lines,
+                       color=plotting.BLUE, style="--")]
+    ctx.figure(plotting.robust_curves(cfg.radius_grid(), lines,
                                    [((d / k) ** 0.5, "$\\sqrt{d/k}$"), ((d / 2) ** 0.5, "$\\sqrt{d/2}$")],
         f"Robust test accuracy, synthetic data (d={d}, k={k}, {E} seeds, ±1 std)"), "fig3_left_robustness")
 

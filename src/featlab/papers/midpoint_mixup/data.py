@@ -19,7 +19,7 @@ Open decisions of Def 4.1 ("via any method") are constructor arguments, each a c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -49,6 +49,16 @@ class LinearMultiView:
     k: int
     beta_lo: float = 0.1
     beta_hi: float = 0.9
+    E: int = field(default=1, kw_only=True)  # replicas: the law is the same for all, each draws its own points
+
+    @classmethod
+    def create(cls, seeds: list[int], k: int, beta_lo: float = 0.1, beta_hi: float = 0.9) -> "LinearMultiView":
+        return cls(k, beta_lo, beta_hi, E=len(seeds))
+
+    @property
+    def d(self) -> int:
+        """Inputs are in the coordinates of the 2k features."""
+        return 2 * self.k
 
     def sample(self, n: int, seeds: list[int], role: str = "train", dtype=torch.float64,
                labels: torch.Tensor | None = None, device=None) -> Batch:
@@ -85,12 +95,19 @@ class MultiViewDistribution:
     beta_law: str = "uniform"
     noise_classes: str = "random"
     gamma_law: str = "per-point"
+    E: int = field(default=1, kw_only=True)  # replicas: the law is the same for all, each draws its own points
 
     def __post_init__(self):
         assert self.P >= 2 * self.C_P and self.Q < self.k and self.delta1 <= self.delta2 / 2
 
+    @classmethod
+    def create(cls, seeds: list[int], k: int, P: int, **params) -> "MultiViewDistribution":
+        """Def 4.1 for len(seeds) replicas; ``params``: the other fields (C_P, δ1..δ4, Q, the open decisions)."""
+        return cls(k, P, **params, E=len(seeds))
+
     @property
-    def n_features(self) -> int:
+    def d(self) -> int:
+        """Patches are in the coordinates of the 2k features (``embed`` maps them to R^d)."""
         return 2 * self.k
 
     # ---------------------------------------------------------------- one replica

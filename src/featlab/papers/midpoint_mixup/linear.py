@@ -127,11 +127,6 @@ def beta_nodes(a: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor((1 + t) / 2, device="cpu"), torch.tensor(w / w.sum(), device="cpu")
 
 
-def wanted(ctx, *ids: str) -> bool:
-    """Whether any of these claims is judged in this run (all are, except under a control that targets others)."""
-    return ctx.judged is None or any(i in ctx.judged for i in ids)
-
-
 # ------------------------------------------------------------------------------------------ measure
 def _gaps(cfg: LinearConfig, dist, s: int, dtype, prop33: bool = True,
           device=None) -> tuple[Replicas, dict[str, torch.Tensor]]:
@@ -201,7 +196,7 @@ def _measure_gaps(ctx, cfg: LinearConfig, rows: list) -> dict:
     """Lemma 3.2 / Prop 3.3 on every seed: gap curves (logged per replica), headline metrics, claims' values.
     Prop 3.3 (the costly part) only when its claim is judged."""
     dist = LinearMultiView(cfg.k, cfg.beta_lo, 1 - cfg.beta_lo)
-    prop33 = wanted(ctx, "mm.prop33_gap")
+    prop33 = ctx.judges("mm.prop33_gap")
     per_seed = []
     for s in ctx.seeds:
         reps, out = _gaps(cfg, dist, s, ctx.dtype, prop33, ctx.device)
@@ -308,12 +303,14 @@ def _draw(ctx, cfg: LinearConfig, m: dict) -> None:
               Control("erm-gradient", {"prop34_loss": "erm"}, "the Prop 3.4 side measured on ERM's loss, the other "
                       "method: its lagging gradient vanishes like k^{1−0.1C} (Prop 3.5)",
                       claims=("mm.prop34_lower", "mm.starvation"))],
-    presets={"quick": {}, "paper": {"N": 500, "seeds": 3, "grad_ks": [10, 20, 40], "grad_points_per_class": 25}})
+    presets={"quick": {}, "paper": {"N": 500, "seeds": 3, "grad_ks": [10, 20, 40], "grad_points_per_class": 25}},
+    tiny={"seeds": 1, "k": 4, "N": 12, "scales": [1, 10], "beta_params": [1], "quad_nodes": 4, "grad_ks": [4],
+          "grad_points_per_class": 3, "grad_C": [1, 2], "starve_C": 2})
 def mm_linear(ctx) -> None:
     """Under a control, the parts whose claims it does not target are skipped (Prop 3.3's quadrature costs most)."""
     rows = []
     m = _measure_gaps(ctx, ctx.cfg, rows)
-    if wanted(ctx, "mm.prop34_lower", "mm.starvation"):
+    if ctx.judges("mm.prop34_lower", "mm.starvation"):
         m.update(_measure_gradients(ctx, ctx.cfg, rows))
     ctx.log(rows)
     _judge(ctx, m)

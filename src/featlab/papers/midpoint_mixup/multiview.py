@@ -27,7 +27,7 @@ from ...runs.registry import experiment
 from ...train.loop import train
 from ...train.mixup import random_pairing, sample_beta
 from ...utils import generator
-from . import feature_test as ft
+from .learned_features import correlation_stats, correlations, feature_test, learned_counts, train_accuracy
 from . import plots as plots_mm
 from .data import MultiViewDistribution, compress_patches, embed, orthonormal_features
 from .losses import erm_loss, midpoint_all_pairs_loss, mixup_all_pairs_loss, mixup_sampled_loss
@@ -173,10 +173,10 @@ def make_loss(method: str, cfg, net, x, y, mult, seeds):
 def _state(net, cfg, dist, te, x, y, mult, V, emb) -> dict[str, torch.Tensor]:
     """Def 4.5 per class and feature, the correlation statistics (App. B) and the train accuracy of ``net``."""
     with torch.no_grad():
-        learned, _ = ft.feature_test(net, dist, te, cfg.learned_threshold, None if V is None else emb)
-        counts = ft.learned_counts(learned)
-        st = ft.correlation_stats(ft.correlations(net.W, cfg.k, V))
-        return dict(learned=learned, counts=counts, stats=st, train_acc=ft.train_accuracy(net, x, y, mult))
+        learned, _ = feature_test(net, dist, te, cfg.learned_threshold, None if V is None else emb)
+        counts = learned_counts(learned)
+        st = correlation_stats(correlations(net.W, cfg.k, V))
+        return dict(learned=learned, counts=counts, stats=st, train_acc=train_accuracy(net, x, y, mult))
 
 
 def fit(method, cfg, seeds, dtype, dist, tr, te, V=None):
@@ -291,7 +291,9 @@ def _draw(ctx, cfg: MultiViewConfig, seeds, finals: dict, frames: dict) -> None:
     presets={"quick": {"seeds": 2, "k": 10, "N": 100, "d": 300_000, "steps": 5000, "dtype": "float32",
                        "probe_every": 250},
              "paper": {"seeds": 5, "k": 10, "N": 100, "d": 300_000, "steps": 6000, "dtype": "float32",
-                       "probe_every": 200}})
+                       "probe_every": 200}},
+    tiny={"seeds": 1, "k": 4, "N": 12, "P": 8, "m": 2, "steps": 5, "probe_every": 5, "n_test_per_class": 5,
+          "pairs": "sampled"})
 def mm_multiview(ctx) -> None:
     cfg: MultiViewConfig = ctx.cfg
     seeds, dtype = ctx.seeds, ctx.dtype

@@ -28,7 +28,7 @@ from ...runs.claims import AtLeast, Claim, Control
 from ...runs.registry import experiment
 from ...train.loop import train
 from ...utils import Replicas, torch_threads
-from . import feature_test as ft
+from .learned_features import feature_test, learned_counts, train_accuracy
 from .data import MultiViewDistribution, compress_patches
 from .multiview import MultiViewConfig, make_loss, patch_cnn
 from .phase_plots import phase_figure
@@ -74,7 +74,7 @@ def _levels(cfg: MMPhaseConfig, k: int) -> list[float]:
     return sorted(set(cfg.delta3s) | ({round(k ** -1.5, 6)} if cfg.delta3_theory else set()))
 
 
-def _batched(sub: MultiViewConfig, cfg: MMPhaseConfig, k: int, seeds, dtype):
+def _batched(sub: MultiViewConfig, cfg: MMPhaseConfig, k: int, seeds, dtype, device):
     """Replicas (δ3, d, seed) of one k; training data per δ3 group, concatenated; a balanced test set."""
     grid = [(dl, d, s) for dl in _levels(cfg, k) for d in cfg.ds for s in seeds]
     reps = Replicas([s for *_, s in grid], [f"k={k}.delta3={dl:g}.d={d:.0e}." for dl, d, _ in grid],
@@ -84,8 +84,8 @@ def _batched(sub: MultiViewConfig, cfg: MMPhaseConfig, k: int, seeds, dtype):
         group = [s for g_dl, _, s in grid if g_dl == dl]
         dist = MultiViewDistribution(k, sub.P, sub.C_P, sub.delta1, sub.delta2, dl, dl, sub.Q, sub.positions,
                                      sub.bijection, sub.beta_law, sub.noise_classes, sub.gamma_law)
-        trs.append(dist.sample(sub.N, group, "train"))
-        tes.append(dist.sample_balanced(sub.n_test_per_class, group, "test"))
+        trs.append(dist.sample(sub.N, group, "train", device=device))
+        tes.append(dist.sample_balanced(sub.n_test_per_class, group, "test", device=device))
     cat = lambda bs: type(bs[0])(torch.cat([b.x for b in bs]).to(dtype), torch.cat([b.y for b in bs]),  # noqa
                                  {key: torch.cat([b.info[key] for b in bs]) for key in bs[0].info})
     return reps, dist, cat(trs), cat(tes)
@@ -94,23 +94,24 @@ def _batched(sub: MultiViewConfig, cfg: MMPhaseConfig, k: int, seeds, dtype):
 def _fit(method: str, sub: MultiViewConfig, reps: Replicas, dtype, dist, tr, te):
     """One method on every replica of one k; the init is N(0, I/d_i) per replica (Def 4.2)."""
     xc, mult = compress_patches(tr.x)  # exact: noise patches coincide whatever δ3
-    net = patch_cnn(sub.model_copy(update={"d": 1}), reps, dtype, 2 * sub.k)  # N(0, 1) draws …
+    net = patch_cnn(sub.model_copy(update={"d": 1}), reps, dtype, 2 * sub.k, xc.device)  # N(0, 1) draws …
+    scale = torch.tensor([d ** -0.5 for _, d in reps.values], dtype=dtype, device=net.W.device)
     with torch.no_grad():  # … scaled per replica to N(0, 1/d_i)
-        net.W.mul_(torch.tensor([d ** -0.5 for _, d in reps.values], dtype=dtype)[:, None, None])
+        net.W.mul_(scale[:, None, None])
     net.W.requires_grad_(True)
 
     def probe(step):
-        learned, _ = ft.feature_test(net, dist, te, sub.learned_threshold)
-        return {"frac_classes_both": ft.learned_counts(learned)[:, 2].to(dtype) / sub.k}
+        learned, _ = feature_test(net, dist, te, sub.learned_threshold)
+        return {"frac_classes_both": learned_counts(learned)[:, 2].to(dtype) / sub.k}
 
     with torch_threads(1):  # small steps: one thread beats two on a shared machine (RFA's threads_for rule)
         res = train([net.W], make_loss(method, sub, net, xc, tr.y, mult, reps), sub.steps, seeds=reps,
                     lr=sub.eta, probe=probe, probe_every=sub.probe_every, prefix=f"{method}.",
                     desc=f"k={sub.k} {method}")
     with torch.no_grad():
-        learned, _ = ft.feature_test(net, dist, te, sub.learned_threshold)
-        both = ft.learned_counts(learned)[:, 2].double() / sub.k
-        acc = ft.train_accuracy(net, xc, tr.y, mult).double()
+        learned, _ = feature_test(net, dist, te, sub.learned_threshold)
+        both = learned_counts(learned)[:, 2].double() / sub.k
+        acc = train_accuracy(net, xc, tr.y, mult).double()
     return res, both, acc
 
 
@@ -137,13 +138,15 @@ def _cells(values: list, vec: torch.Tensor, levels, ds) -> np.ndarray:
                        "n_test_per_class": 50, "region_d_lo": 1e5, "region_d_hi": 1e5},
              "paper": {"seeds": 2, "ks": [5, 10, 20], "ds": [1e4, 1e5, 1e6, 1e7, 1e8, 1e9], "n_per_class": 10,
                        "steps": 6000, "probe_every": 500, "dtype": "float32", "region_d_lo": 1e5,
-                       "region_d_hi": 3e5}})
+                       "region_d_hi": 3e5}},
+    tiny={"ks": [3], "ds": [1e3, 1e4], "n_per_class": 4, "steps": 3, "n_test_per_class": 5, "region_d_lo": 1e3,
+          "region_d_hi": 1e4})
 def mm_phase(ctx) -> None:
     cfg: MMPhaseConfig = ctx.cfg
     ds, share = list(cfg.ds), {}
     for k in cfg.ks:
         sub = _sub(cfg, k)
-        reps, dist, tr, te = _batched(sub, cfg, k, ctx.seeds, ctx.dtype)
+        reps, dist, tr, te = _batched(sub, cfg, k, ctx.seeds, ctx.dtype, ctx.device)
         levels = _levels(cfg, k)
         for method in cfg.methods:
             res, both, acc = _fit(method, sub, reps, ctx.dtype, dist, tr, te)
@@ -153,7 +156,7 @@ def mm_phase(ctx) -> None:
                 for j, d in enumerate(ds):
                     ctx.metric(f"k={k}.delta3={dl:g}.d={d:.0e}.{method}.frac_classes_both", share[k, method][i, j])
             ctx.metric(f"k={k}.{method}.train_acc_min", acc.min())
-    if ctx.judged is None:
+    if not ctx.is_control:
         ctx.figure(phase_figure(cfg, share, ds, {k: _levels(cfg, k) for k in cfg.ks}), "phase_shares")
     _judge(ctx, cfg, share, ds)
 

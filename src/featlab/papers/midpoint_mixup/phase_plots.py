@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ...report.plots import get_cmap, subplots
+from ...plotting import get_cmap, subplots
 
 NAMES = {"erm": "ERM", "midpoint": "Midpoint Mixup", "mixup": "uniform Mixup"}
 PREDICTED = {"erm": "Thm 4.6: → 0", "midpoint": "Thm 4.7: → 1", "mixup": "no theorem (§5: ≥ Midpoint)"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...report.plots import Figure, get_cmap, subplots
+from ...plotting import Figure, get_cmap, subplots
 import numpy as np  # noqa: E402
 
 METHOD_COLORS = {"erm": "C0", "midpoint": "C1", "mixup": "C2"}  # the paper's Fig 2 colours

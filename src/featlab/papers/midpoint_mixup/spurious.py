@@ -25,13 +25,15 @@ from pydantic import Field, model_validator
 
 from ...config import check
 from ...data.images import ImageData
-from ...report.plots import subplots
-from ...report.tables import table
+from ...plotting import subplots
+from ...text import table
 from ...runs.claims import AtMost, Claim, Control, Near
 from ...runs.registry import experiment
-from ...train.image_loop import (ImageTrainFields, build_model, erm_objective, fingerprint_of, fit, load_run_data,
-                                 mixup_objective, predict, run_checkpoints)
+from ...train.checkpoints import fingerprint_of, run_checkpoints
+from ...train.image_config import ImageTrainFields, build_model, load_run_data
+from ...train.image_trainer import fit, predict
 from ...train.mixup import MidpointMixup, Mixup
+from ...train.objectives import erm_objective, mixup_objective
 from ...utils import torch_threads
 from .spurious_data import SpuriousChannels
 
@@ -122,7 +124,7 @@ def _train(ctx, data: ImageData, ck) -> dict[str, list[list[float]]]:
                     curves[method].append([evaluate(model)["test_err"]])
                 continue
             res = ctx.trained(fit(model, sc.batch, len(sc), cfg.fit_spec(), objective=_objective(cfg, method, k),
-                                  evaluate=evaluate, seed=seed, device=cfg.device,
+                                  evaluate=evaluate, seed=seed, device=ctx.device,
                                   checkpoint=ck / f"{method}-seed{seed}.pt",
                                   fingerprint=fingerprint_of(ctx.experiment_id, cfg, method=method),
                                   desc=f"{method} seed {seed}", prefix=f"{method}."))
@@ -180,7 +182,7 @@ def _judge(ctx, final: dict[str, tuple[float, float]]) -> None:
 def _fig1(data: ImageData, sc: SpuriousChannels, n: int = 4):
     """MM Fig 1: training images next to their concatenated partner from the paired class (raw pixels, γ shown)."""
     g = torch.Generator().manual_seed(0)
-    idx = torch.randperm(len(sc), generator=g)[:n]
+    idx = torch.randperm(len(sc), generator=g, device=g.device)[:n]
     xb, _ = sc.batch(idx, g)
     C = data.x_train.shape[1]
     fig, axes = subplots(2, n, figsize=(2.2 * n, 4.6))
@@ -232,6 +234,7 @@ MM_REF = "Table 1, Figs 1-2 (§5)"
 UNTRAINED = Control("untrained", {"epochs": 0}, "0 epochs: every method's network is the same seed-only init, so the "
                     "test errors are equal (no strict ordering) and near chance, far from Table 1")
 MM_SUMMARY = "spurious-channel benchmark: Uniform and Midpoint Mixup end below ERM's test error"
+TINY = {"seeds": 1, "epochs": 1, "width": 2, "batch_size": 200}
 
 experiment("mm-spurious-digits", paper="midpoint-mixup", reference=MM_REF + " on 8×8 digits",
            summary=MM_SUMMARY + " (8×8 digits, small CNN, CPU)", config=MMSpuriousConfig, claims=BELOW_ERM,
@@ -239,11 +242,11 @@ experiment("mm-spurious-digits", paper="midpoint-mixup", reference=MM_REF + " on
            presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 16, "seeds": 3, "epochs": 30,
                               "batch_size": 50, "optimizer": "adam", "lr": 3e-3, "cpu_threads": 1},
                     "paper": {"dataset": "digits", "model": "smallcnn", "width": 32, "seeds": 5, "epochs": 100,
-                              "batch_size": 50, "optimizer": "adam", "lr": 1e-3}})(run_mm_spurious)
+                              "batch_size": 50, "optimizer": "adam", "lr": 1e-3}}, tiny=TINY)(run_mm_spurious)
 for _ds, _id in TABLE1_EXPERIMENT.items():
     experiment(_id, paper="midpoint-mixup", reference=MM_REF, summary=MM_SUMMARY + f" ({_ds})",
                config=MMSpuriousConfig, claims=BELOW_ERM + _table1_claims(_ds), controls=[UNTRAINED],
                presets={"paper": {"dataset": _ds, **MM_PAPER},
                         "quick": {**MM_PAPER, "dataset": "digits", "smoke": True, "seeds": 1, "epochs": 3,
                                   "model": "smallcnn", "width": 16, "batch_size": 100,
-                                  "cpu_threads": 1}})(run_mm_spurious)
+                                  "cpu_threads": 1}}, tiny=TINY)(run_mm_spurious)

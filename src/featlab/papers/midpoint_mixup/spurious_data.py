@@ -32,8 +32,8 @@ def class_pairing(k: int, generator: torch.Generator) -> torch.Tensor:
     """σ as a (k,) index tensor: a random involution without fixed points (even k) or a derangement (odd k)."""
     if k < 2:
         raise ConfigError(f"SpuriousChannels needs at least 2 classes to pair; got {k}")
-    order = torch.randperm(k, generator=generator)
-    sigma = torch.empty(k, dtype=torch.long)
+    order = torch.randperm(k, generator=generator, device=generator.device)
+    sigma = torch.empty(k, dtype=torch.long, device=order.device)
     n_pairs = k // 2 if k % 2 == 0 else (k - 3) // 2
     for i in range(n_pairs):
         a, b = order[2 * i], order[2 * i + 1]
@@ -63,17 +63,17 @@ class SpuriousChannels(torch.utils.data.Dataset):
             raise ConfigError(f"SpuriousChannels: class {empty[0]} has no training image to serve as a partner; "
                               f"use a training set holding every class")
         self.partner_mode = partner
-        self.partners = self._draw_partners(torch.arange(len(self.y)), g)
+        self.partners = self._draw_partners(torch.arange(len(self.y), device=self.y.device), g)
         self.generator = generator if generator is not None else make_generator(seed, "spurious/gamma")
 
     def _draw_partners(self, idx: torch.Tensor, g: torch.Generator) -> torch.Tensor:
         """An index of class σ(y_i) for each i in idx, uniform within that class."""
         target = self.sigma[self.y[idx]]
-        out = torch.empty(len(idx), dtype=torch.long)
+        out = torch.empty(len(idx), dtype=torch.long, device=idx.device)
         for c in target.unique().tolist():
             pos = (target == c).nonzero().flatten()
             pool = self.by_class[c]
-            out[pos] = pool[torch.randint(len(pool), (len(pos),), generator=g)]
+            out[pos] = pool[torch.randint(len(pool), (len(pos),), generator=g, device=g.device)]
         return out
 
     @property
@@ -88,12 +88,13 @@ class SpuriousChannels(torch.utils.data.Dataset):
         g = generator if generator is not None else self.generator
         idx = idx.long()
         partner = self._draw_partners(idx, g) if self.partner_mode == "resample" else self.partners[idx]
-        gamma = torch.rand(len(idx), generator=g, dtype=self.x.dtype).reshape(-1, 1, 1, 1)
+        gamma = torch.rand(len(idx), generator=g, dtype=self.x.dtype, device=g.device).reshape(-1, 1, 1, 1)
+        gamma = gamma.to(self.x.device)  # drawn where the generator lives, used where the images live
         xb = torch.cat([gamma * self.x[idx], (1 - gamma) * self.x[partner]], 1)
         return xb, self.y[idx]
 
     def __getitem__(self, i: int):
-        xb, yb = self.batch(torch.tensor([int(i)]))
+        xb, yb = self.batch(torch.tensor([int(i)], device=self.y.device))
         return xb[0], int(yb[0])
 
     @staticmethod

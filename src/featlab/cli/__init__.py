@@ -1,0 +1,58 @@
+"""The ``featlab`` command. Each command (or family of commands) is one module of this package with a
+``register(subparsers)`` that adds its parser and sets its handler; this module only assembles them, parses, and
+turns a user mistake into one line and exit code 2.
+
+Commands that take ``key=value`` words (run, reproduce, sweep) name the argument that collects them
+(``set_defaults(trailing=...)``), so such words may also come after the options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .._version import __version__
+from ..errors import FeatlabError
+from ..utils import silence_stdout
+from . import catalogue, data, records, reproduce, run, sweep
+
+# the order of `featlab --help`: find an experiment, run it, read its records, reproduce a paper, sweep, data
+COMMANDS = (catalogue, run, records, reproduce, sweep, data)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="featlab", description="Reproduce and check feature-learning theory papers.")
+    p.add_argument("--version", action="version", version=f"featlab {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for module in COMMANDS:
+        module.register(sub)
+    return p
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)  # key=value may come after options
+    trailing = getattr(args, "trailing", None)
+    if extra:
+        if trailing is None or any(e.startswith("-") or "=" not in e for e in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        setattr(args, trailing, [*getattr(args, trailing), *extra])
+    try:
+        return args.handler(args)
+    except FeatlabError as e:
+        print(f"featlab: error: {' '.join(str(e).split())}", file=sys.stderr)  # one line, whatever the message
+        return 2
+    except KeyboardInterrupt:
+        print("featlab: interrupted; completed runs are kept, the unfinished one will be redone", file=sys.stderr)
+        return 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    code = 141  # 128 + SIGPIPE, as a tool killed by a closed pipe, if the pipe closes before the outcome is known
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # here, not at exit: a closed pipe (`featlab list | head -1`) is then handled below
+        return code
+    except BrokenPipeError:  # the reader left: end quietly, no traceback, nothing more on the closed pipe
+        silence_stdout()
+        return code

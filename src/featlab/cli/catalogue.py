@@ -1,0 +1,98 @@
+"""What is there to run: ``featlab list``, ``featlab claims``, ``featlab config`` (read-only)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from pydantic_core import PydanticUndefined
+
+from ..report.tables import claims_markdown, declared_claims_rows
+from ..runs.registry import Experiment, get_experiment, list_experiments, paper_results, papers
+from ..text import fmt_value, table
+from .options import dump_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("list", help="every experiment with its paper reference")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(handler=cmd_list)
+
+    c = sub.add_parser("claims", help="every claim an experiment judges: statement, source, threshold and why")
+    c.add_argument("id", nargs="?", help="one experiment (default: all)")
+    c.add_argument("--markdown", action="store_true", help="print docs/claims.md instead of a table")
+    c.set_defaults(handler=cmd_claims)
+
+    g = sub.add_parser("config", help="every config field of an experiment: type, default, preset value, description")
+    g.add_argument("id")
+    g.add_argument("--preset", default="quick", help="the preset whose values are shown (default quick)")
+    g.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    g.set_defaults(handler=cmd_config)
+
+
+def cmd_list(a: argparse.Namespace) -> int:
+    exps = list_experiments()
+    if a.json:
+        dump_json([{"id": e.id, "paper": e.paper, "reference": e.reference, "summary": e.summary,
+                    "presets": list(e.presets), "claims": [c.id for c in e.claims],
+                    "controls": [c.name for c in e.controls]} for e in exps])
+        return 0
+    rows = [[e.id, e.paper, e.reference, "/".join(e.presets), e.summary] for e in exps]
+    print(table(rows, ["id", "paper", "figure/table", "presets", "what it shows"], [22, 21, 22, 12, 60]))
+    return 0
+
+
+def cmd_claims(a: argparse.Namespace) -> int:
+    exps = [get_experiment(a.id)] if a.id else list_experiments()
+    if a.markdown:
+        print(claims_markdown(exps, papers(), {k: paper_results(k) for k in papers()}))
+        return 0
+    rows = declared_claims_rows(exps)
+    print(table(rows, ["experiment", "id", "statement", "paper", "threshold", "why"], [18, 24, 40, 14, 22, 44]))
+    print(f"\n{len(rows)} claims in {len(exps)} experiment{'s' if len(exps) != 1 else ''}.")
+    return 0
+
+
+def _type_name(ann: Any) -> str:
+    if get_origin(ann) is Literal:
+        return " | ".join(str(a) for a in get_args(ann))
+    if get_origin(ann) is Annotated:  # the bare type; its constraints are the field's
+        return _type_name(get_args(ann)[0])
+    if get_origin(ann) in (list, tuple) and get_args(ann):
+        return f"{get_origin(ann).__name__}[{', '.join(_type_name(a) for a in get_args(ann))}]"
+    if isinstance(ann, type):
+        return ann.__name__
+    return str(ann).replace("typing.", "")
+
+
+def _bounds(field) -> str:
+    ops = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+    return " ".join(f"{ops[k]} {getattr(m, k)}" for m in field.metadata for k in ops if hasattr(m, k))
+
+
+def config_fields(exp: Experiment, preset: str) -> list[dict[str, Any]]:
+    """One row per config field: name, type with its bounds, default, the preset's value, description."""
+    values = exp.preset(preset)
+    rows = []
+    for name, f in exp.config.model_fields.items():
+        default = f.default if f.default is not PydanticUndefined else (
+            f.default_factory() if f.default_factory else "required")
+        rows.append({"field": name, "type": " ".join(x for x in (_type_name(f.annotation), _bounds(f)) if x),
+                     "default": default, "preset": values[name] if name in values else None,
+                     "in_preset": name in values, "description": f.description or ""})
+    return rows
+
+
+def cmd_config(a: argparse.Namespace) -> int:
+    exp = get_experiment(a.id)
+    rows = config_fields(exp, a.preset)
+    if a.json:
+        dump_json({"experiment": exp.id, "preset": a.preset, "fields": rows})
+        return 0
+    print(f"{exp.id} — {exp.reference}; preset {a.preset!r} (presets: {', '.join(exp.presets)})\n")
+    body = [[r["field"], r["type"], fmt_value(r["default"]), fmt_value(r["preset"]) if r["in_preset"] else "",
+             r["description"]] for r in rows]
+    print(table(body, ["field", "type", "default", a.preset, "description"], [18, 22, 14, 14, 62]))
+    print(f"\nOverride any field with key=value: featlab run {exp.id} {rows[0]['field']}=... ; "
+          f"the effective config: featlab run {exp.id} --print-config")
+    return 0

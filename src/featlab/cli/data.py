@@ -1,0 +1,47 @@
+"""Image data: ``featlab data check`` (what is present and valid under a data root) and ``featlab embed`` (CLIP
+embeddings of CIFAR-10 for fa-embeddings; needs the [clip] extra)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..data.embeddings import clip_embeddings, require_open_clip, save_embeddings
+from ..data.images import SPECS, check_root, load_images, where_to_get
+from ..text import table
+
+
+def register(sub) -> None:
+    d = sub.add_parser("data", help="image datasets: 'featlab data check [--root DIR]' lists what is present and valid")
+    dsub = d.add_subparsers(dest="data_cmd", required=True)
+    dc = dsub.add_parser("check", help="verify every dataset file under the data root against its checksum")
+    dc.add_argument("--root", default="data", help="data root in torchvision's layout (default ./data)")
+    dc.set_defaults(handler=cmd_data_check)
+
+    em = sub.add_parser("embed", help="CLIP ViT-B-32 embeddings of CIFAR-10 for fa-embeddings (needs open_clip)")
+    em.add_argument("--root", default="data", help="data root holding CIFAR-10 (default ./data)")
+    em.add_argument("--out", default="cifar10_clip_vitb32.npz", help="output .npz or .parquet")
+    em.add_argument("--pretrained", default="openai", help="open_clip pretrained tag or a local checkpoint file")
+    em.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    em.add_argument("--batch-size", type=int, default=256)
+    em.set_defaults(handler=cmd_embed)
+
+
+def cmd_data_check(a: argparse.Namespace) -> int:
+    root = Path(a.root or "data").expanduser()
+    rows = check_root(root)
+    print(f"data root: {root}")
+    print(table([list(r) for r in rows], ["dataset", "status", "detail"], [13, 8, 80]))
+    hints = [f"  {n}: {where_to_get(SPECS[n], root)}" for n, s, _ in rows if s != "ok"]
+    if hints:
+        print("\nwhere to get the others:")
+        print("\n".join(hints))
+    return 0 if all(s != "corrupt" for _, s, _ in rows) else 1
+
+
+def cmd_embed(a: argparse.Namespace) -> int:
+    require_open_clip()  # before reading the images
+    z, y, is_test = clip_embeddings(load_images("cifar10", a.root), a.pretrained, a.device, a.batch_size)
+    dest = save_embeddings(a.out, z, y, is_test)
+    print(f"wrote {len(z)} CLIP ViT-B-32 embeddings ({z.shape[1]}-d) to {dest}")
+    return 0

@@ -1,0 +1,35 @@
+"""What several commands share: the run options (--preset, --out, --force, --strict), JSON output, a run's printout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+from ..report.tables import run_report
+from ..runs.record import RunRecord
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", default="quick", help="quick (CPU, about a minute per experiment; default) or paper")
+    p.add_argument("--out", default="runs", help="output folder (default ./runs)")
+    p.add_argument("--force", action="store_true", help="retrain even if an identical complete run exists")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a claim does not hold")
+
+
+def dump_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str, ensure_ascii=False))
+
+
+def print_run(rec: RunRecord, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    if rec.skipped:
+        print("(an identical complete run exists; not retrained — use --force to retrain)", file=out)
+    print(run_report(rec.summary, str(rec.dir)), file=out)
+
+
+def warn_other_version(rec: RunRecord) -> None:
+    if made := rec.made_by:
+        print(f"featlab: warning: this run was made by featlab {made}, not this version; "
+              f"`featlab run {rec.experiment} --force` redoes it", file=sys.stderr)

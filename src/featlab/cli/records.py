@@ -1,0 +1,105 @@
+"""Finished runs, read back: ``featlab runs`` (the index of OUT), ``featlab show`` and ``featlab compare``.
+Read-only: none of these trains or writes anything."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import ConfigError
+from ..runs.compare import compare
+from ..runs.index import find_runs, index_rows, resolve
+from ..runs.record import RunRecord
+from ..report.tables import run_report
+from ..text import fmt_value, table
+from .options import dump_json, warn_other_version
+
+
+def register(sub) -> None:
+    s = sub.add_parser("show", help="reprint a finished run's claims and headline metrics")
+    s.add_argument("run_dir", metavar="EXP|RUN", help="an experiment id (its latest run), a run folder or a run id")
+    s.add_argument("--out", default="runs", help="where experiment and run ids are looked up (default ./runs)")
+    s.add_argument("--json", action="store_true", help="print the run's summary as JSON")
+    s.set_defaults(handler=cmd_show)
+
+    r = sub.add_parser("runs", help="an index of the runs under OUT: experiment, run id, preset, overrides, status, "
+                       "claims held, date, elapsed")
+    r.add_argument("root", nargs="?", default="runs", metavar="OUT", help="output folder (default ./runs)")
+    r.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    r.set_defaults(handler=cmd_runs)
+
+    m = sub.add_parser("compare", help="two runs: config diff, metric deltas, claims that changed verdict")
+    m.add_argument("a", help="a run folder, a run id, or an experiment id (its latest run)")
+    m.add_argument("b")
+    m.add_argument("--out", default="runs", help="where run ids and experiment ids are looked up (default ./runs)")
+    m.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    m.set_defaults(handler=cmd_compare)
+
+
+def cmd_show(a: argparse.Namespace) -> int:
+    rec = resolve(a.run_dir, a.out)
+    if a.json:
+        dump_json({"dir": str(rec.dir), **rec.summary})
+        return 0
+    print(run_report(rec.summary, str(rec.dir)))
+    warn_other_version(rec)
+    return 0
+
+
+def cmd_runs(a: argparse.Namespace) -> int:
+    runs = find_runs(a.root)
+    rows = index_rows(runs)
+    if a.json:
+        dump_json({"out": str(a.root), "runs": rows, "unreadable": [{"dir": d, "why": w} for d, w in runs.problems]})
+        return 0
+    if not rows:
+        print(f"no runs under {str(a.root)!r}; start one with 'featlab run ID --out {a.root}'")
+    else:
+        body = [[r["experiment"], r["run_id"], r["preset"], r["overrides"], r["status"], r["claims_held"], r["date"],
+                 fmt_value(r["elapsed_s"])] for r in rows]
+        print(table(body, ["experiment", "run id", "preset", "overrides", "status", "claims", "date", "elapsed s"],
+                    [20, 12, 26, 36, 8, 6, 16, 9]))
+        print(f"\n{len(rows)} run{'s' if len(rows) != 1 else ''} under {a.root}; 'featlab show EXP' reprints the "
+              f"latest run of EXP, 'featlab report {a.root}' writes a page of them")
+    for _, why in runs.problems:
+        print(f"featlab: note: {why}", file=sys.stderr)
+    return 0
+
+
+def _label(rec: RunRecord) -> str:
+    return f"{rec.experiment}/{rec.dir.name} ({rec.summary.get('preset', '?')}, {rec.date})"
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    ra, rb = resolve(a.a, a.out), resolve(a.b, a.out)
+    if ra.dir.resolve() == rb.dir.resolve():
+        raise ConfigError(f"both arguments name the same run ({ra.dir}); pass two runs (folders or run ids, "
+                          f"'featlab runs {a.out}' lists them)")
+    d = compare(ra, rb)
+    if a.json:
+        dump_json(d)
+        return 0
+    verdict = {True: "✓", False: "✗", None: "—"}
+    print(f"A: {_label(ra)}  claims {d['a']['claims_held']}\nB: {_label(rb)}  claims {d['b']['claims_held']}\n")
+    if d["config"]:
+        print(table([[r["field"], fmt_value(r["a"]), fmt_value(r["b"])] for r in d["config"]], ["field", "A", "B"]))
+    else:
+        print("config: identical")
+    shown = d["metrics"][:25]
+    if shown:
+        print()
+        print(table([[r["metric"], fmt_value(r["a"]), fmt_value(r["b"]), fmt_value(r["delta"]),
+                      "" if r["relative"] is None else f"{100 * r['relative']:+.1f}%"] for r in shown],
+                    ["metric", "A", "B", "B − A", "relative"]))
+        if len(d["metrics"]) > len(shown):
+            print(f"({len(d['metrics']) - len(shown)} more metrics differ, by less; --json lists all)")
+    else:
+        print("\nmetrics: identical")
+    print()
+    if d["claims_changed"]:
+        print(table([[r["id"], f"{verdict[r['a']]} {fmt_value(r['a_measured'])}",
+                      f"{verdict[r['b']]} {fmt_value(r['b_measured'])}"] for r in d["claims_changed"]],
+                    ["claim that changed verdict", "A", "B"]))
+    else:
+        print("no claim changed verdict")
+    return 0

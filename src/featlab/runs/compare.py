@@ -1,0 +1,36 @@
+"""Two run records side by side: the config fields that differ, the metrics that changed (largest relative change
+first) and the claims whose verdict changed. ``featlab compare`` prints it; it is plain data for any other use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .index import overrides_text
+from .record import RunRecord
+
+
+def _side(rec: RunRecord) -> dict[str, Any]:
+    return {"dir": str(rec.dir), "claims_held": "%d/%d" % rec.held, "overrides": overrides_text(rec)}
+
+
+def compare(a: RunRecord, b: RunRecord) -> dict[str, Any]:
+    ca, cb = a.summary.get("config") or {}, b.summary.get("config") or {}
+    config = [{"field": k, "a": ca.get(k), "b": cb.get(k)} for k in dict.fromkeys([*ca, *cb]) if ca.get(k) != cb.get(k)]
+    ma, mb = a.summary.get("metrics") or {}, b.summary.get("metrics") or {}
+    metrics = []
+    for k in ma:
+        x, y = ma.get(k), mb.get(k)
+        if k not in mb or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y)):
+            continue
+        if x == y or (x != x and y != y):  # unchanged (nan on both sides included)
+            continue
+        rel = (y - x) / abs(x) if x != 0 and x == x else None
+        metrics.append({"metric": k, "a": x, "b": y, "delta": y - x, "relative": rel})
+    # largest relative change first; a change from 0 or nan has no relative size and goes first too
+    metrics.sort(key=lambda r: -float("inf") if r["relative"] is None else -abs(r["relative"]))
+    cla = {c["id"]: c for c in a.claims}
+    clb = {c["id"]: c for c in b.claims}
+    claims = [{"id": i, "a": cla.get(i, {}).get("holds"), "b": clb.get(i, {}).get("holds"),
+               "a_measured": cla.get(i, {}).get("measured"), "b_measured": clb.get(i, {}).get("measured")}
+              for i in dict.fromkeys([*cla, *clb]) if cla.get(i, {}).get("holds") != clb.get(i, {}).get("holds")]
+    return {"a": _side(a), "b": _side(b), "config": config, "metrics": metrics, "claims_changed": claims}

@@ -1,0 +1,114 @@
+"""Finding run records under OUT: every run, the latest one of an experiment, a run named by folder, run id or
+experiment id, its config as a diff against its preset, and the index ``featlab runs`` prints.
+
+Read-only: nothing here writes into OUT. A run folder whose summary.json cannot be read is listed as a problem,
+never raised, so one broken folder does not hide the others.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import FeatlabError, RunRecordError
+from .record import SUMMARY, RunRecord, load_run
+from .registry import list_experiments
+from .runner import resolve_config
+
+
+@dataclass
+class Runs:
+    """Every readable run under OUT, newest first, and the folders that could not be read (path, why)."""
+
+    out: Path
+    records: list[RunRecord] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    def of(self, experiment: str, *, controls: bool = False) -> list[RunRecord]:
+        return [r for r in self.records if r.experiment == experiment and r.is_control == controls]
+
+    def latest(self, experiment: str) -> RunRecord | None:
+        runs = self.of(experiment)
+        return runs[0] if runs else None
+
+
+def find_runs(out: str | Path) -> Runs:
+    """Every run folder ``OUT/<experiment>/<run-id>/`` (hidden staging folders and sweep tables are skipped)."""
+    out = Path(out)
+    found = Runs(out)
+    if not out.is_dir():
+        return found
+    for f in out.glob(f"*/*/{SUMMARY}"):
+        d = f.parent
+        if d.name.startswith(".") or d.parent.name.startswith("."):
+            continue
+        try:
+            found.records.append(load_run(d))
+        except RunRecordError as e:
+            found.problems.append((str(d), str(e)))
+    found.records.sort(key=lambda r: r.finished_at, reverse=True)
+    return found
+
+
+def resolve(target: str, out: str | Path) -> RunRecord:
+    """A run named as a folder, a run id (or a unique prefix of one) under OUT, or an experiment id (its latest
+    run under OUT)."""
+    p = Path(target)
+    if p.is_dir():
+        return load_run(p)
+    runs = find_runs(out)
+    if target in {e.id for e in list_experiments()} or any(r.experiment == target for r in runs.records):
+        rec = runs.latest(target)
+        if rec is None:
+            raise RunRecordError(f"no run of {target} under {str(out)!r}; run 'featlab run {target} --out {out}' "
+                                 f"first, or pass --out where its runs are")
+        return rec
+    hits = [r for r in runs.records if r.dir.name.startswith(target)] if len(target) >= 4 else []
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        raise RunRecordError(f"run id {target!r} is ambiguous under {str(out)!r} "
+                             f"({', '.join(str(h.dir) for h in hits[:3])}); give more characters")
+    raise RunRecordError(f"{target!r} is neither a run folder, an experiment id nor a run id under {str(out)!r}; "
+                         f"'featlab runs {out}' lists the runs")
+
+
+def preset_config(experiment: str, preset: str) -> dict[str, Any] | None:
+    """The config the preset alone gives (None when the experiment or preset is not registered here)."""
+    try:
+        return resolve_config(experiment, preset)[1].to_dict()
+    except (FeatlabError, KeyError):
+        return None
+
+
+def config_diff(rec: RunRecord) -> list[tuple[str, Any, Any]]:
+    """(field, preset's value, this run's value) for every field the run changed from its preset."""
+    base = preset_config(rec.experiment, rec.summary.get("preset", "quick"))
+    cfg = rec.summary.get("config") or {}
+    if base is None:
+        return [(k, None, v) for k, v in cfg.items()]
+    return [(k, base.get(k), v) for k, v in cfg.items() if base.get(k) != v]
+
+
+def overrides_text(rec: RunRecord) -> str:
+    return " ".join(f"{k}={_short(v)}" for k, _, v in config_diff(rec))
+
+
+def _short(v: Any) -> str:
+    s = json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+    return s.replace(" ", "")
+
+
+def index_rows(runs: Runs) -> list[dict[str, Any]]:
+    """One row per run, newest first: what ``featlab runs`` prints (and ``--json`` returns)."""
+    rows = []
+    for r in runs.records:
+        held, total = r.held
+        ctl = r.summary.get("control") or {}
+        rows.append({"experiment": r.experiment, "run_id": r.dir.name,
+                     "preset": r.summary.get("preset", "?") + (f" [control {ctl.get('name')}]" if ctl else ""),
+                     "overrides": overrides_text(r), "status": r.status, "claims_held": f"{held}/{total}",
+                     "date": r.date, "elapsed_s": r.summary.get("elapsed_s"), "dir": str(r.dir)})
+    return rows

@@ -1,0 +1,160 @@
+"""The run record: ``OUT/<experiment>/<run-id>/`` read back as a :class:`RunRecord`.
+
+This module is the one reader and validator of summary.json (``load_run``) and the one place where a record's
+claims are counted (``claim_counts``) and where the rules that depend on them live (``RunRecord.passes``: the
+``--strict`` rule; ``RunRecord.made_by``: the record of another featlab version). Every command and page reads
+records through it, so ``run``, ``show``, ``runs`` and ``report`` always agree on whether a record is readable and
+how many of its claims hold.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from .._version import __version__
+from ..errors import RunRecordError
+
+SUMMARY = "summary.json"
+METRICS = "metrics.parquet"
+CONFIG = "config.yaml"
+
+_REQUIRED = {"experiment": str, "status": str, "config": dict, "metrics": dict, "claims": list}
+_CLAIM_KEYS = ("statement", "source", "measured", "threshold", "holds")
+
+
+def claim_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """(claims that hold, claims judged) of a record's claim list: the one count every command and page prints."""
+    claims = list(claims)
+    return sum(bool(c.get("holds")) for c in claims), len(claims)
+
+
+def other_version(summary: dict[str, Any]) -> str | None:
+    """The featlab version that made a run record, when it is not this one (else None)."""
+    made = (summary.get("versions") or {}).get("featlab")
+    return made if made and made != __version__ else None
+
+
+@dataclass
+class RunRecord:
+    """A finished run, as read back from its folder."""
+
+    dir: Path
+    summary: dict[str, Any]
+    skipped: bool = False  # True when an identical complete run was found and nothing was trained
+    _metrics: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def experiment(self) -> str:
+        return self.summary["experiment"]
+
+    @property
+    def status(self) -> str:
+        return self.summary.get("status", "unknown")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "complete"
+
+    @property
+    def claims(self) -> list[dict[str, Any]]:
+        return self.summary.get("claims", [])
+
+    @property
+    def held(self) -> tuple[int, int]:
+        """(claims that hold, claims judged)."""
+        return claim_counts(self.claims)
+
+    @property
+    def all_hold(self) -> bool:
+        held, total = self.held
+        return held == total
+
+    def passes(self, strict: bool = False) -> bool:
+        """The exit rule of every command: the run completed and, under ``--strict``, every claim holds."""
+        return self.ok and (not strict or self.all_hold)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.summary.get("control"))
+
+    @property
+    def made_by(self) -> str | None:
+        """The other featlab version that made this record, or None when this version did."""
+        return other_version(self.summary)
+
+    @property
+    def figures(self) -> list[Path]:
+        return [self.dir / p for p in self.summary.get("figures", [])]
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.summary.get("config", {})
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """The tidy metrics table: seed, step, metric, value."""
+        if self._metrics is None:
+            f = self.dir / METRICS
+            self._metrics = pd.read_parquet(f) if f.exists() else pd.DataFrame(
+                columns=["seed", "step", "metric", "value"])
+        return self._metrics
+
+    def metric(self, name: str) -> float:
+        return self.summary["metrics"][name]
+
+    @property
+    def finished_at(self) -> float:
+        """When the run finished (a POSIX time): its recorded date, else when its summary.json was written."""
+        date = self.summary.get("date")
+        if isinstance(date, str):
+            try:
+                return _dt.datetime.fromisoformat(date).timestamp()
+            except ValueError:
+                pass
+        try:
+            return (self.dir / SUMMARY).stat().st_mtime
+        except OSError:
+            return 0.0
+
+    @property
+    def date(self) -> str:
+        return _dt.datetime.fromtimestamp(self.finished_at).strftime("%Y-%m-%d %H:%M")
+
+
+def summary_problem(summary: Any) -> str | None:
+    """What makes a parsed summary.json unusable (not a mapping, a key missing or of the wrong type), or None."""
+    if not isinstance(summary, dict):
+        return f"holds a {type(summary).__name__}, not a mapping"
+    for key, kind in _REQUIRED.items():
+        if not isinstance(summary.get(key), kind):
+            return f"has no {key!r} {kind.__name__}" if key not in summary else f"has a {key!r} that is not a " \
+                f"{kind.__name__}"
+    if not all(isinstance(c, dict) and all(k in c for k in _CLAIM_KEYS) for c in summary["claims"]):
+        return "has a malformed claim"
+    return None
+
+
+def load_run(run_dir: str | Path) -> RunRecord:
+    """A run folder → RunRecord; RunRecordError names the file and the fix when summary.json is unusable."""
+    run_dir = Path(run_dir)
+    f = run_dir / SUMMARY
+    if not f.is_file():
+        raise RunRecordError(f"{str(run_dir)!r} holds no {SUMMARY}; pass the folder of a finished run "
+                             f"(OUT/<experiment>/<run-id>) or an experiment id")
+    fix = "rerun the experiment with --force (an unreadable run is redone) or delete that folder"
+    try:
+        summary = json.loads(f.read_bytes().decode("utf-8"))
+    except OSError as e:
+        raise RunRecordError(f"{str(f)!r} cannot be read ({e.strerror or e}); check its permissions") from None
+    except (UnicodeDecodeError, ValueError, RecursionError):  # binary, not JSON, or absurdly nested
+        raise RunRecordError(f"{str(f)!r} is not valid JSON; {fix}") from None
+    problem = summary_problem(summary)
+    if problem:
+        raise RunRecordError(f"{str(f)!r} {problem}; {fix}")
+    return RunRecord(run_dir, summary)

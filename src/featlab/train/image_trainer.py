@@ -1,0 +1,195 @@
+"""Epoch-based training of one image model (ResNet-18, the small CNN, any ``nn.Module``), resumable after a kill.
+
+    spec = FitSpec(epochs=100, batch_size=750, optimizer="adam", lr=1e-3)
+    res = fit(model, batch_fn, n_train, spec, objective=mixup_objective(Mixup(1.0)), evaluate=ev, seed=0,
+              device=ctx.device, checkpoint=Path("ckpt/mixup-seed0.pt"), fingerprint={"experiment": ..., ...})
+    res.history   # one dict per epoch: epoch, train_loss, lr, images_per_s and whatever ``evaluate`` returns
+    ctx.trained(res)  # like the synthetic trainer's result: status, message, frame() of (seed, step, metric, value)
+
+* ``batch_fn(idx, generator) -> (x, y)`` builds the training batch of the example indices ``idx`` (so a dataset
+  wrapper, e.g. Midpoint Mixup's spurious channels, draws its random mixing from the given generator); the batch
+  is moved to ``device`` here.
+* Every random draw of epoch e (order, γ, Mixup's pairing and λ, augmentation) comes from a generator keyed by
+  (seed, role, e): a run resumed at epoch e is bit-identical to one never interrupted (on CPU).
+* A checkpoint is written after every epoch (:mod:`.checkpoints`); running the same command again continues where
+  it stopped.
+* On a CUDA ``device`` training uses float16 autocast and a gradient scaler.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pandas as pd
+import torch
+from torch import nn
+
+from ..errors import ConfigError
+from ..utils import generator as make_generator
+from ..utils import progress_bar
+from .checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from .objectives import Objective, erm_objective
+
+BatchFn = Callable[[torch.Tensor, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass
+class FitSpec:
+    epochs: int
+    batch_size: int
+    optimizer: str = "adam"  # "adam" | "sgd"
+    lr: float = 1e-3
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    schedule: str = "none"  # "none" | "cosine" (per epoch, to 0 at the last epoch)
+    betas: tuple[float, float] = (0.9, 0.999)
+
+    def __post_init__(self):
+        if self.epochs < 1 or self.batch_size < 1 or not self.lr > 0:
+            raise ConfigError(f"epochs, batch_size and lr must be positive; got {self.epochs}, {self.batch_size}, "
+                              f"{self.lr}")
+        if self.optimizer not in ("adam", "sgd"):
+            raise ConfigError(f"the 'optimizer' field must be 'adam' or 'sgd'; got {self.optimizer!r}")
+        if self.schedule not in ("none", "cosine"):
+            raise ConfigError(f"the 'schedule' field must be 'none' or 'cosine'; got {self.schedule!r}")
+
+    def lr_at(self, epoch: int) -> float:
+        """Learning rate of (0-based) epoch ``epoch``."""
+        if self.schedule == "cosine":
+            return self.lr * 0.5 * (1 + math.cos(math.pi * epoch / self.epochs))
+        return self.lr
+
+
+@dataclass
+class FitResult:
+    """What :func:`fit` returns; shares the synthetic trainer's protocol (``status``, ``message``, ``frame()``)."""
+
+    history: list[dict[str, float]] = field(default_factory=list)
+    status: str = "complete"  # or "failed" (the loss became non-finite)
+    message: str = ""
+    resumed_from: int = 0  # epochs already done when this call started
+    elapsed_s: float = 0.0
+    seed: int = 0
+    prefix: str = ""  # metric-name prefix of frame(), e.g. "erm."
+
+    def series(self, key: str) -> list[float]:
+        return [h[key] for h in self.history]
+
+    def frame(self) -> pd.DataFrame:
+        """Every measurement of the history as tidy rows (seed, step = epoch, prefix + metric, value)."""
+        rows = [(self.seed, int(h["epoch"]), self.prefix + k, float(v)) for h in self.history for k, v in h.items()
+                if k != "epoch"]
+        return pd.DataFrame(rows, columns=["seed", "step", "metric", "value"])
+
+
+@torch.no_grad()
+def predict(model: nn.Module, x: torch.Tensor, batch_size: int = 1000, device=None) -> torch.Tensor:
+    """Logits of x (on CPU), in eval mode, batch by batch, computed on ``device`` (None: the model's)."""
+    device = device or next(model.parameters()).device
+    was = model.training
+    model.eval()
+    out = [model(x[i: i + batch_size].to(device)).float().cpu() for i in range(0, len(x), batch_size)]
+    model.train(was)
+    return torch.cat(out)
+
+
+def _batches(n: int, batch_size: int, g: torch.Generator) -> Iterator[torch.Tensor]:
+    order = torch.randperm(n, generator=g, device="cpu")  # the order comes from a CPU generator on every device
+    for i in range(0, n, batch_size):  # keeps the last partial batch, as the papers' DataLoaders
+        yield order[i: i + batch_size]
+
+
+def _optimizer(params: list[torch.Tensor], spec: FitSpec) -> torch.optim.Optimizer:
+    if spec.optimizer == "adam":
+        return torch.optim.Adam(params, lr=spec.lr, betas=spec.betas, weight_decay=spec.weight_decay)
+    return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay)
+
+
+def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, device: torch.device,
+        objective: Objective = erm_objective, evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
+        seed: int = 0, checkpoint: str | Path | None = None, fingerprint: dict | None = None, desc: str = "train",
+        on_epoch_end: Callable[[int, list], None] | None = None, prefix: str = "") -> FitResult:
+    """Train ``model`` on ``device`` for ``spec.epochs`` epochs (resuming from ``checkpoint`` if it holds earlier
+    epochs).
+
+    ``prefix`` names the result's metrics in ``frame()`` (``prefix + "test_err"``), as the synthetic trainer's."""
+    if spec.batch_size > n_train:
+        raise ConfigError(f"the 'batch_size' field ({spec.batch_size}) is larger than the training set "
+                          f"({n_train} images); choose batch_size <= {n_train}")
+    use_amp = device.type == "cuda"
+    model.to(device)
+    opt = _optimizer([p for p in model.parameters() if p.requires_grad], spec)
+    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+    fp = {"fingerprint": fingerprint or {}, "spec": {k: v for k, v in spec.__dict__.items()}, "seed": seed}
+    fp_json = json.dumps(fp, sort_keys=True, default=str)
+    ckpt = Path(checkpoint) if checkpoint is not None else None
+    res = FitResult(seed=seed, prefix=prefix)
+    start = 0
+    if ckpt is not None and (state := load_checkpoint(ckpt, json.loads(fp_json))) is not None:
+        try:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+            if use_amp and state.get("scaler"):
+                scaler.load_state_dict(state["scaler"])
+        except Exception as e:  # noqa: BLE001 - tampered: its fingerprint matches, its tensors do not
+            raise CheckpointError(f"checkpoint {str(ckpt)!r} does not fit this model ({type(e).__name__}); delete "
+                                  f"it to start this model afresh") from None
+        res.history = list(state["history"])
+        start = res.resumed_from = int(state["epoch"])
+    steps_per_epoch = math.ceil(n_train / spec.batch_size)
+    t0 = time.perf_counter()
+    bar = progress_bar(spec.epochs * steps_per_epoch, desc)
+    bar.update(start * steps_per_epoch)
+    try:
+        for epoch in range(start, spec.epochs):
+            lr = spec.lr_at(epoch)
+            for group in opt.param_groups:
+                group["lr"] = lr
+            g_order = make_generator(seed, f"fit/order/{epoch}")
+            g_data = make_generator(seed, f"fit/data/{epoch}")
+            g_obj = make_generator(seed, f"fit/objective/{epoch}")
+            model.train()
+            tot, cnt, te = 0.0, 0, time.perf_counter()
+            for idx in _batches(n_train, spec.batch_size, g_order):
+                x, y = batch_fn(idx, g_data)
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                opt.zero_grad(set_to_none=True)
+                with torch.autocast("cuda", dtype=torch.float16, enabled=use_amp):
+                    loss = objective(model, x, y, g_obj)
+                if not torch.isfinite(loss):
+                    res.status = "failed"
+                    res.message = f"{desc}: loss became non-finite at epoch {epoch + 1}"
+                    return res
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+                tot += float(loss.detach()) * len(idx)
+                cnt += len(idx)
+                ips = cnt / max(time.perf_counter() - te, 1e-9)
+                bar.set_postfix(loss=f"{tot / cnt:.4f}", img_s=f"{ips:.0f}", epoch=epoch + 1)
+                bar.update(1)
+            row = {"epoch": epoch + 1, "train_loss": tot / cnt, "lr": lr,
+                   "images_per_s": cnt / max(time.perf_counter() - te, 1e-9)}
+            if evaluate is not None:
+                model.eval()
+                with torch.no_grad():
+                    row.update({k: float(v) for k, v in evaluate(model).items()})
+                model.train()
+            res.history.append(row)
+            if ckpt is not None:
+                save_checkpoint(ckpt, {"fingerprint": fp_json, "epoch": epoch + 1, "model": model.state_dict(),
+                                       "optimizer": opt.state_dict(),
+                                       "scaler": scaler.state_dict() if use_amp else {},
+                                       "history": res.history})
+            if on_epoch_end is not None:
+                on_epoch_end(epoch + 1, res.history)
+    finally:
+        bar.close()
+    res.elapsed_s = time.perf_counter() - t0
+    model.eval()
+    return res
