@@ -46,8 +46,8 @@ def fa_course_seed(seed: int, radii, k: int = 10, d: int = 3072, n: int = 1000, 
     for lin in (lin_b, lin_k):
         for p in lin.parameters():
             nn.init.normal_(p, std=1e-5)
-    fb = lambda z: torch.relu(lin_b(z)) @ a  # noqa: E731
-    fk = lambda z: torch.relu(lin_k(z))  # noqa: E731
+    fb = lambda z: torch.relu(lin_b(z)) @ a
+    fk = lambda z: torch.relu(lin_k(z))
     for lin, loss in ((lin_b, lambda: nn.functional.softplus(-y * fb(x)).mean()),
                       (lin_k, lambda: nn.functional.cross_entropy(fk(x), j))):
         opt = torch.optim.SGD(lin.parameters(), lr=lr)

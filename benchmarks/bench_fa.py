@@ -79,7 +79,7 @@ def main() -> None:
         if a.pgd and not shared:
             te = dist.sample(1000, seeds, "test")
             t = time.perf_counter()
-            robust_accuracy_curve(lambda x: net(x), te.x, te.y, list(map(float, range(0, 59, 2))), steps=50,
+            robust_accuracy_curve(lambda x, net=net: net(x), te.x, te.y, list(map(float, range(0, 59, 2))), steps=50,
                                   generator=torch.Generator().manual_seed(0))
             print(f"PGD curve, 30 radii × {a.seeds} seeds × 1000 points × 50 steps: {time.perf_counter() - t:.1f} s")
         del dist, tr, net

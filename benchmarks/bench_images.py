@@ -18,8 +18,8 @@ import time
 import torch
 
 from featlab.data.images import load_images
-from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels
 from featlab.nn.smallcnn import SmallCNN
+from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels
 from featlab.train.image_trainer import FitSpec, fit
 from featlab.train.mixup import Mixup
 from featlab.train.objectives import erm_objective, mixup_objective

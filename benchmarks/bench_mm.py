@@ -16,10 +16,10 @@ import time
 
 import torch
 
-from featlab.papers.midpoint_mixup.data import MultiViewDistribution, compress_patches, embed, orthonormal_features
 from featlab.nn.activations import SmoothedReLU
 from featlab.nn.twolayer import EnsembleTwoLayer, block_readout
 from featlab.papers.midpoint_mixup import losses as mm
+from featlab.papers.midpoint_mixup.data import MultiViewDistribution, compress_patches, embed, orthonormal_features
 
 D = torch.float64
 
@@ -56,7 +56,6 @@ def main() -> None:
     dist = MultiViewDistribution(k, P)
     b = dist.sample(N, seeds)
     xc, mult = compress_patches(b.x)
-    rows = []
 
     # 1. all-pairs J_MM vs materialised midpoints (same model, same inputs)
     net = model(seeds, 2 * k, k, m, a.d)
@@ -75,8 +74,8 @@ def main() -> None:
     xs, ys = xc[:, :Nf], b.y[:, :Nf]
     xf = embed(xs, Vd)
     fnet = model(seeds, a.d, k, m, a.d)
-    t_ff = step_ms(fnet, lambda: mm.midpoint_all_pairs_loss(fnet, xf, ys, mult), a.reps)
-    t_fn = step_ms(fnet, lambda: mm.naive_midpoint_loss(fnet, xf, ys, mult), a.reps)
+    t_ff = step_ms(fnet, lambda fnet=fnet, xf=xf: mm.midpoint_all_pairs_loss(fnet, xf, ys, mult), a.reps)
+    t_fn = step_ms(fnet, lambda fnet=fnet, xf=xf: mm.naive_midpoint_loss(fnet, xf, ys, mult), a.reps)
     print(f"    full inputs in R^d, d = {a.d}, N = {Nf}: all-pairs {t_ff:.1f} vs naive {t_fn:.1f}"
           f"  -> {t_fn / t_ff:5.1f}x (target >= 10x)")
     del Vd, xf, fnet
@@ -90,8 +89,8 @@ def main() -> None:
         V = orthonormal_features(seeds, k, d)
         xf = embed(xc, V)
         full = model(seeds, d, k, m, d)
-        t_full = step_ms(full, lambda: mm.midpoint_all_pairs_loss(full, xf, b.y, mult), a.reps)
-        t_full_e = step_ms(full, lambda: mm.erm_loss(full, xf, b.y, mult), a.reps)
+        t_full = step_ms(full, lambda full=full, xf=xf: mm.midpoint_all_pairs_loss(full, xf, b.y, mult), a.reps)
+        t_full_e = step_ms(full, lambda full=full, xf=xf: mm.erm_loss(full, xf, b.y, mult), a.reps)
         mem = (xf.numel() + full.W.numel() + V.numel()) * 8 / 1e9
         print(f"    d={d:>9,d}: Midpoint full {t_full:8.1f} vs reduced {t_red:6.1f} -> {t_full / t_red:6.1f}x;   "
               f"ERM full {t_full_e:7.1f} vs reduced {t_red_e:5.2f} -> {t_full_e / t_red_e:6.1f}x   "

@@ -18,8 +18,8 @@ import time
 import torch
 from torch import nn
 
-from featlab.papers.feature_amplification.data import XORClusterDistribution
 from featlab.papers.feature_amplification.common import make_net
+from featlab.papers.feature_amplification.data import XORClusterDistribution
 from featlab.papers.feature_amplification.figures import Fig2Config
 from featlab.train.loop import train
 from featlab.train.objectives import logistic
@@ -79,7 +79,7 @@ def main() -> None:
         net = make_net(cfg, seeds, torch.float32, torch.device("cpu"), d=d)
         W0 = net.W.detach().clone()
         t0 = time.perf_counter()
-        train([net.W], lambda s: logistic(net(tr.x), tr.y), steps, seeds=seeds, lr=alpha, probe_every=10**9)
+        train([net.W], lambda s, net=net, tr=tr: logistic(net(tr.x), tr.y), steps, seeds=seeds, lr=alpha, probe_every=10**9)
         tb = time.perf_counter() - t0
         t0 = time.perf_counter()
         Wn = naive(seeds, tr.x, tr.y, W0, net.A, steps, alpha)

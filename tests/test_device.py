@@ -4,11 +4,16 @@ Without a GPU a tensor on the wrong device cannot crash, so the guard below make
 tensor factory called from featlab's code (``torch.zeros``, ``torch.tensor``, ``torch.randn``, ...) must say its
 ``device=`` (or be a ``*_like``/``new_*`` call, which follows its input). A factory without one lands on the default
 device, the CPU, beside inputs that may live on a GPU: exactly the bug that made PGD crash on CUDA.
+
+Every registered experiment runs under the guard at the ``tiny`` setting it declares in ``@experiment`` (overrides
+of its quick preset), so a new experiment is covered without editing this file.
 """
 
+import json
 import sys
 from pathlib import Path
 
+import matplotlib.figure
 import pytest
 import torch
 from torch.overrides import TorchFunctionMode
@@ -19,6 +24,8 @@ from featlab.nn.twolayer import EnsembleTwoLayer, signed_readout
 from featlab.probes.robustness import pgd_l2, robust_masks
 from featlab.train.loop import train
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny runs: one thread is fastest (tests/conftest.py)
+
 ROOT = str(Path(featlab.__file__).parent)
 EXPERIMENTS = [e.id for e in featlab.list_experiments()]  # every registered one, each at its own tiny setting
 
@@ -26,20 +33,29 @@ EXPERIMENTS = [e.id for e in featlab.list_experiments()]  # every registered one
 class ExplicitDevice(TorchFunctionMode):
     """Records featlab's tensor factories called without ``device=`` (module-level constants aside)."""
 
-    def __init__(self):
+    def __init__(self, roots: tuple[str, ...] = (ROOT,)):
         super().__init__()
+        self.roots = tuple(str(r) for r in roots)  # featlab's code, and an outside paper's when a test adds it
         self.missing: list[str] = []
+        self.devices: set[str] = set()  # the device types tensors were created on
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func in _device_constructors() and kwargs.get("device") is not None:
+            self.devices.add(torch.device(kwargs["device"]).type)
         if func in _device_constructors() and kwargs.get("device") is None \
                 and not (args and isinstance(args[0], torch.Tensor)):  # as_tensor(t) keeps t's device
             f = sys._getframe(1)
-            while f is not None and "torch" in f.f_code.co_filename and ROOT not in f.f_code.co_filename:
+            while f is not None and "torch" in f.f_code.co_filename and not self._ours(f.f_code.co_filename):
                 f = f.f_back  # through torch's own wrappers to the caller
-            if f is not None and f.f_code.co_filename.startswith(ROOT) and f.f_code.co_name != "<module>":
-                self.missing.append(f"{f.f_code.co_filename[len(ROOT) + 1:]}:{f.f_lineno} torch.{func.__name__}")
+            if f is not None and self._ours(f.f_code.co_filename) and f.f_code.co_name != "<module>":
+                where = Path(f.f_code.co_filename).name if not f.f_code.co_filename.startswith(ROOT) \
+                    else f.f_code.co_filename[len(ROOT) + 1:]
+                self.missing.append(f"{where}:{f.f_lineno} torch.{func.__name__}")
         return func(*args, **kwargs)
+
+    def _ours(self, filename: str) -> bool:
+        return filename.startswith(self.roots)
 
 
 def _net_and_data():
@@ -70,19 +86,28 @@ def test_the_guard_catches_a_factory_without_device():
 
 def test_every_experiment_declares_a_tiny_setting():
     missing = [e.id for e in featlab.list_experiments() if e.tiny is None]
-    assert missing == [], f"declare tiny={{...}} (overrides of the quick preset that run in ~1 s) in @experiment: {missing}"
+    assert missing == [], f"declare tiny={{...}} in @experiment (quick-preset overrides that run in ~1 s): {missing}"
 
 
 def _tiny(exp_id: str) -> dict:
     return dict(featlab.get_experiment(exp_id).tiny or {})
 
 
+@pytest.fixture
+def unrendered(monkeypatch):
+    """Figures are built (their code runs under the guard) but not rasterised: PNG encoding is half the cost of a
+    tiny run and creates no tensor."""
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, path, **kw: open(path, "wb").close())
+
+
 @pytest.mark.parametrize("exp", EXPERIMENTS)
-def test_experiments_create_every_tensor_on_the_run_device(exp, out):
+def test_experiments_create_every_tensor_on_the_run_device(exp, out, unrendered):
     with ExplicitDevice() as guard:
         rec = featlab.run(exp, "quick", out=out, quiet=True, device="cpu", **_tiny(exp))
     assert rec.status == "complete" and guard.missing == []
-    assert rec.summary["device_type"] == "cpu" and rec.summary["device"].startswith("cpu")  # the device it used
+    summary = json.loads((rec.dir / "summary.json").read_text())
+    assert guard.devices == {"cpu"}  # every tensor featlab created is on the run's device...
+    assert summary["device_type"] == "cpu" and summary["device"].startswith("cpu")  # ...and the record says so
 
 
 @pytest.mark.gpu

@@ -95,7 +95,7 @@ def test_robust_points_start_clean_and_shrink():
     g = torch.Generator().manual_seed(0)
     x = torch.rand(20, 1, 4, 4, generator=g)
     w = torch.randn(16, generator=g)
-    score = lambda z: z.flatten(1) @ w - (x.flatten(1) @ w).median()  # noqa: E731  a linear model
+    score = lambda z: z.flatten(1) @ w - (x.flatten(1) @ w).median()  # a linear model
     y = torch.where(score(x) > 0, 1.0, -1.0)
     y[:3] = -y[:3]  # three points misclassified clean
     masks = dm.robust_points(score, x, y, [0, 0.05, 0.5, 5], cfg, seed=0, device="cpu")

@@ -7,14 +7,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels, class_pairing
-from featlab.errors import ConfigError, FeatlabError
+from featlab.errors import ConfigError, FeatlabError, TrainingDiverged
 from featlab.nn.resnet import Normalize, resnet18
 from featlab.nn.smallcnn import SmallCNN
+from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels, class_pairing
+from featlab.runs.context import RunContext
 from featlab.train.checkpoints import CheckpointError, fingerprint_of
 from featlab.train.image_trainer import FitSpec, fit
-from featlab.train.objectives import erm_objective, mixup_objective
 from featlab.train.mixup import MidpointMixup, Mixup, mixup_cross_entropy, soft_target_cross_entropy
+from featlab.train.objectives import erm_objective, mixup_objective
 
 CPU = torch.device("cpu")  # fit takes the run's resolved device
 
@@ -159,9 +160,6 @@ def test_fit_learns_and_records_history():
 
 def test_fit_result_frame_is_the_trainers_protocol(tmp_path):
     """FitResult has status, message and frame() like the synthetic trainer's result, so ctx.trained takes it."""
-    from featlab.errors import TrainingDiverged
-    from featlab.runs.context import RunContext
-
     model, x, y = _setup()
     res = fit(model, _batch_fn(x, y), len(y), FitSpec(epochs=2, batch_size=16), device=CPU, seed=7, prefix="erm.",
               evaluate=lambda m: {"test_err": 0.5})

@@ -7,8 +7,8 @@ import torch
 
 import featlab
 from featlab.cli import main
-from featlab.data.images import load_images
 from featlab.data.embeddings import load_embeddings
+from featlab.data.images import load_images
 from featlab.errors import DataError
 
 TINY_MM = dict(seeds=2, epochs=2, width=4, batch_size=200)

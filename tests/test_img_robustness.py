@@ -9,7 +9,6 @@ from featlab.nn.smallcnn import SmallCNN
 from featlab.probes.robustness import robust_accuracy_curve
 from featlab.train.image_trainer import FitSpec, fit
 
-
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread (tests/conftest.py)
 
 
@@ -51,7 +50,7 @@ def binary_digits_model():
 
 def test_pgd_matches_reference(binary_digits_model):
     model, x, y = binary_digits_model
-    score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z)).double()  # noqa: E731
+    score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z)).double()
     radii, steps = [0.0, 0.4, 0.8, 1.2], 30
     ours = robust_accuracy_curve(score, x, y, radii, steps=steps, step_size_factor=2.5, event_dims=3, clip=(0, 1),
                                  batch_size=500, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
@@ -68,7 +67,7 @@ def test_pgd_stays_in_ball_and_box(binary_digits_model):
     from featlab.probes.robustness import pgd_l2
 
     model, x, y = binary_digits_model
-    score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z))  # noqa: E731
+    score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z))
     xa, fooled = pgd_l2(score, x[:50], y[:50].float(), 0.7, steps=10, event_dims=3, clip=(0, 1),
                         generator=torch.Generator().manual_seed(0))
     dist = (xa - x[:50]).flatten(1).norm(dim=1)
@@ -87,7 +86,7 @@ def test_one_routine_for_replicas_and_single_batches(binary_digits_model):
     """Images with a replica axis (E, n, C, H, W) give, per replica, the curve of that replica's batch alone
     (a deterministic attack, so the replicas' random draws do not enter)."""
     model, x, y = binary_digits_model
-    score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z))  # noqa: E731
+    score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z))
     xs, ys = torch.stack([x[:60], x[60:120]]), torch.stack([y[:60], y[60:120]])
     kw = dict(steps=5, random_start=False, event_dims=3, clip=(0, 1), dtype=torch.float64)
     radii = [0.0, 0.3, 0.6]

@@ -46,7 +46,7 @@ def in_thread(results, key, **kw):
     def target():
         try:
             results[key] = featlab.run("fa-synthetic", **kw)
-        except BaseException as e:  # noqa: BLE001 - reported by the test
+        except BaseException as e:  # reported by the test
             results[key] = e
 
     t = threading.Thread(target=target, daemon=True)

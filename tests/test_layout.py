@@ -9,7 +9,9 @@ from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
+from test_device import ExplicitDevice
 
+import featlab
 from featlab.runs import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,8 +45,122 @@ def _sources():
     return sorted(SRC.rglob("*.py"))
 
 
-def test_paper_packages_exist():
-    assert PAPERS == ["feature_amplification", "feature_averaging", "midpoint_mixup"]
+def _resolve(path: Path, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The featlab modules one import statement loads: ``from .. import plotting`` is featlab.plotting (a module),
+    ``from ..text import table`` is featlab.text (``table`` is a name in it)."""
+    here = _module(path).split(".")
+    pkg = here if path.name == "__init__.py" else here[:-1]
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name.startswith("featlab")}
+    base = node.module or ""
+    if node.level:
+        base = ".".join(pkg[: len(pkg) - node.level + 1] + ([base] if base else []))
+    if not base.startswith("featlab"):
+        return set()
+    out = set()
+    for a in node.names:
+        sub = SRC.parent / Path(*f"{base}.{a.name}".split("."))
+        out.add(f"{base}.{a.name}" if sub.with_suffix(".py").is_file() or (sub / "__init__.py").is_file() else base)
+    return out
+
+
+def _unit(module: str) -> str:
+    """The unit of the layering a module belongs to: a subpackage (featlab.runs), a paper (featlab.papers.X), or a
+    top-level module (featlab.config)."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if parts[1:2] == ["papers"] and len(parts) > 2 else ".".join(parts[:2])
+
+
+def _unit_graph(sources) -> dict[str, set[str]]:
+    """unit → the units it imports, every import counted (module level and inside functions alike)."""
+    graph: dict[str, set[str]] = {}
+    for path, text in sources:
+        me = _unit(_module(path))
+        deps = graph.setdefault(me, set())
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                deps |= {_unit(m) for m in _resolve(path, node) if m != "featlab"} - {me}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one unit (Tarjan): each is an import cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _function_level_imports(path: Path, text: str) -> list[str]:
+    """``file:line module`` for every featlab import inside a function."""
+    hits = []
+    for fn in ast.walk(ast.parse(text)):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    hits += [f"{path.relative_to(SRC)}:{node.lineno} {m}" for m in sorted(_resolve(path, node))]
+    return hits
+
+
+def test_no_import_cycle_between_subpackages():
+    """Data flows one way (papers → runs → report → cli): no cycle between subpackages, papers and top-level
+    modules, counting imports inside functions too; and nothing imports the package root back."""
+    sources = [(p, p.read_text()) for p in _sources()]
+    assert _cycles(_unit_graph(sources)) == []
+    back = [f"{p.relative_to(SRC)}" for p, t in sources if p != SRC / "__init__.py"
+            for n in ast.walk(ast.parse(t)) if isinstance(n, (ast.Import, ast.ImportFrom)) and "featlab" in _resolve(p, n)]
+    assert back == []
+
+
+def test_no_function_level_imports_of_featlab_outside_the_cli():
+    hits = [h for p in _sources() if "cli" not in p.relative_to(SRC).parts
+            for h in _function_level_imports(p, p.read_text())]
+    assert hits == []
+
+
+def test_layering_checks_catch_a_cycle_and_a_hidden_import():
+    """The checkers can fail: a report module imported by runs inside a function makes a cycle and a hit."""
+    runner, summary = SRC / "runs" / "runner.py", SRC / "report" / "summary.py"
+    planted = "def f():\n    from ..report.summary import build\n"
+    graph = _unit_graph([(runner, planted), (summary, "from ..runs.record import RunRecord\n")])
+    assert _cycles(graph) == [["featlab.report", "featlab.runs"]]
+    assert _function_level_imports(runner, planted) == ["runs/runner.py:2 featlab.report.summary"]
+    assert _resolve(summary, ast.parse("from .. import plotting").body[0]) == {"featlab.plotting"}
+    assert _resolve(summary, ast.parse("from .. import __version__").body[0]) == {"featlab"}
+
+
+def test_every_paper_folder_is_in_the_catalogue():
+    """Papers are discovered, not listed: each folder under papers/ is imported by the catalogue and registers
+    experiments (a fourth paper is one folder and one line in papers/__init__.py)."""
+    assert len(PAPERS) >= 3
+    catalogue = _imports(SRC / "papers" / "__init__.py")
+    assert {f"featlab.papers.{p}" for p in PAPERS} <= catalogue
+    homes = {e.fn.__module__.split(".")[2] for e in registry.list_experiments() if e.fn.__module__.startswith("featlab.")}
+    assert set(PAPERS) <= homes
 
 
 def test_core_never_imports_a_paper():
@@ -117,12 +233,18 @@ def test_outside_package_registers_through_the_entry_point_group(isolated_regist
     assert "toy-demo" in ids and "fa-synthetic" in ids
     assert registry.papers()["toy"].startswith("A toy paper")
 
-    import featlab
-
+    toy = registry.get_experiment("toy-demo")
+    assert toy.tiny and [c.name for c in toy.controls] == ["shuffled"]  # covered by the device test and a control
+    with ExplicitDevice(roots=(str(SRC), str(tmp_path))) as guard:  # the toy's own tensor factories are watched too
+        res = featlab.run("toy-demo", out=out, device="cpu", **toy.tiny)
+    assert guard.missing == [] and guard.devices == {"cpu"}
     res = featlab.run("toy-demo", out=out)
     assert res.ok and [c["id"] for c in res.claims] == ["toy.clean"]
     assert res.claims[0]["holds"] and res.claims[0]["threshold"] == ">= 0.9"
     assert (res.dir / "figures" / "scores.png").is_file()
+    ctl = featlab.run("toy-demo", out=out, control="shuffled")  # the premise removed: the claim must fail there
+    assert ctl.ok and [c["holds"] for c in ctl.claims] == [False]
+    assert ctl.summary["metrics"]["net.clean_acc"] < 0.7
     sys.modules.pop("toy_paper", None)
 
 

@@ -5,14 +5,30 @@ import math
 import pytest
 import torch
 
-from featlab.papers.midpoint_mixup.data import (LinearMultiView, MultiViewDistribution, compress_patches, embed,
-                                    orthonormal_features)
 from featlab.nn.activations import SmoothedReLU, smoothed_relu, smoothed_relu_grad
-from featlab.nn.twolayer import (EnsembleTwoLayer, binary_readout, block_readout, logit_margin_readout, patch_logits,
-                                 positive_mask)
+from featlab.nn.twolayer import (
+    EnsembleTwoLayer,
+    binary_readout,
+    block_readout,
+    logit_margin_readout,
+    patch_logits,
+    positive_mask,
+)
 from featlab.papers.midpoint_mixup import losses as mm
-from featlab.papers.midpoint_mixup.learned_features import (correlation_stats, correlations, feature_test,
-                                                             learned_counts, train_accuracy)
+from featlab.papers.midpoint_mixup.data import (
+    LinearMultiView,
+    MultiViewDistribution,
+    compress_patches,
+    embed,
+    orthonormal_features,
+)
+from featlab.papers.midpoint_mixup.learned_features import (
+    correlation_stats,
+    correlations,
+    feature_test,
+    learned_counts,
+    train_accuracy,
+)
 from featlab.train.mixup import Mixup, mixup_cross_entropy, random_pairing, sample_beta
 
 D = torch.float64

@@ -1,9 +1,15 @@
 import torch
 
-from featlab.papers.feature_averaging.data import MultiClusterDistribution
+from featlab.nn.twolayer import (
+    EnsembleTwoLayer,
+    binary_readout,
+    block_readout,
+    logit_margin_readout,
+    relu,
+    signed_readout,
+)
 from featlab.papers.feature_averaging.common import FASyntheticConfig, fit_binary, fit_kclass, make_data
-from featlab.nn.twolayer import (EnsembleTwoLayer, binary_readout, block_readout, logit_margin_readout, relu,
-                                 signed_readout)
+from featlab.papers.feature_averaging.data import MultiClusterDistribution
 from featlab.train.objectives import cross_entropy, logistic
 
 

@@ -5,13 +5,18 @@ import math
 import pytest
 import torch
 
-from featlab.papers.feature_averaging.data import MultiClusterDistribution
-from featlab.papers.feature_averaging import reference
 from featlab.nn.twolayer import logit_margin_readout, sign_prediction
-from featlab.papers.feature_averaging import measures
-from featlab.papers.feature_averaging import attacks
-from featlab.probes.robustness import (correct, critical_radius, direction_attack, pgd_l2, random_in_ball,
-                                       robust_accuracy_curve, worst_case)
+from featlab.papers.feature_averaging import attacks, measures, reference
+from featlab.papers.feature_averaging.data import MultiClusterDistribution
+from featlab.probes.robustness import (
+    correct,
+    critical_radius,
+    direction_attack,
+    pgd_l2,
+    random_in_ball,
+    robust_accuracy_curve,
+    worst_case,
+)
 from featlab.utils import generator
 
 K, D = 10, 800

@@ -14,9 +14,9 @@ from featlab.config import ExperimentConfig
 from featlab.errors import DataError
 from featlab.plotting import subplots
 from featlab.report.summary import build
-from featlab.runs.provenance import collect_provenance
 from featlab.runs import registry
 from featlab.runs.claims import AtLeast, Claim, Control
+from featlab.runs.provenance import collect_provenance
 
 
 class ToyConfig(ExperimentConfig):

@@ -5,10 +5,10 @@ import math
 
 import torch
 
-from featlab.papers.feature_amplification.data import XORClusterDistribution
-from featlab.papers.feature_amplification.common import gd, make_net
-from featlab.papers.feature_amplification.theorem1 import Theorem1Config, _measure, _train
 from featlab.papers.feature_amplification import lemmas
+from featlab.papers.feature_amplification.common import gd, make_net
+from featlab.papers.feature_amplification.data import XORClusterDistribution
+from featlab.papers.feature_amplification.theorem1 import Theorem1Config, _measure, _train
 
 
 def _setup(seeds, d=300, n=200, m=40, sigma=1e-4, omega=1e-6, eta=0.1, dtype=torch.float64):

@@ -5,8 +5,14 @@ import torch
 
 from featlab.nn.twolayer import EnsembleTwoLayer, signed_readout
 from featlab.probes.robustness import direction_masks, robust_masks
-from featlab.probes.subspace import (LinearHead, random_start, subspace, subspace_direction_masks, subspace_masks,
-                                     subspace_pgd)
+from featlab.probes.subspace import (
+    LinearHead,
+    random_start,
+    subspace,
+    subspace_direction_masks,
+    subspace_masks,
+    subspace_pgd,
+)
 from featlab.utils import generator
 
 D = torch.float64
@@ -83,7 +89,7 @@ def test_replica_alone_equals_replica_in_a_batch():
     net = _net(E=3)
     x, y = _data(net)
     radii = [0.5, 1.0, 2.0]
-    gens = lambda ids: [generator(s, "solo") for s in ids]  # noqa: E731
+    gens = lambda ids: [generator(s, "solo") for s in ids]
     both = subspace_masks(lambda z: net(z), LinearHead(net.W, net.b, net.head), x, y, radii, steps=10,
                           generators=gens([0, 1, 2]))
     one = net.replica(1)

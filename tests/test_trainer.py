@@ -23,14 +23,14 @@ def test_per_replica_learning_rates_equal_separate_runs():
     train([w_all], lambda s: (w_all**4).sum(-1), 20, seeds=[0, 1, 2], lr=torch.tensor(lrs), probe_every=100)
     for i, lr in enumerate(lrs):
         w = torch.ones(1, 4, dtype=torch.float64, requires_grad=True)
-        train([w], lambda s: (w**4).sum(-1), 20, seeds=[0], lr=lr, probe_every=100)
+        train([w], lambda s, w=w: (w**4).sum(-1), 20, seeds=[0], lr=lr, probe_every=100)
         assert torch.allclose(w_all[i], w[0])
 
 
 def test_adam_and_momentum_decrease_the_loss():
     for opt, kw in [("adam", {}), ("sgd", {"momentum": 0.9})]:
         w = torch.full((2, 5), 3.0, requires_grad=True)
-        res = train([w], lambda s: ((w - 1) ** 2).sum(-1), 200, seeds=[0, 1], optimizer=opt, lr=0.05,
+        res = train([w], lambda s, w=w: ((w - 1) ** 2).sum(-1), 200, seeds=[0, 1], optimizer=opt, lr=0.05,
                     probe_every=50, **kw)
         loss = res.frame().query("metric == 'loss'")
         assert loss[loss.step == 200].value.max() < 0.05 * loss[loss.step == 0].value.min()

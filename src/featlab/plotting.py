@@ -141,7 +141,7 @@ def sweep_figure(df: pd.DataFrame, spec: dict[str, str], axes: list[str], title:
     for val, g in groups:
         g = g.sort_values(x) if numeric_x else g
         xs = g[x].to_numpy(float) if numeric_x else [cats.index(v) for v in g[x]]
-        ax.plot(xs, g[y].to_numpy(float), "o-", lw=1.6, ms=4, label=None if hue is None else f"{hue} = {val}")
+        ax.plot(xs, g[y].to_numpy(float), "o-", lw=1.6, ms=4, label=None if hue is None else f"{hue} = {val!s}")
     if numeric_x:
         xv = data[x].to_numpy(float)
         if (xv > 0).all() and xv.max() / xv.min() >= 100:

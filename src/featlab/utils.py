@@ -8,9 +8,9 @@ import hashlib
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
 
 import torch
 from tqdm.auto import tqdm
@@ -79,7 +79,7 @@ class Replicas(tuple):
         return self
 
     @classmethod
-    def grid(cls, values, seeds, label) -> "Replicas":
+    def grid(cls, values, seeds, label) -> Replicas:
         """(value, seed) for every value and seed, value-major; ``label(value)`` → metric prefix. ``.values``."""
         pairs = [(v, s) for v in values for s in seeds]
         return cls([s for _, s in pairs], [label(v) for v, _ in pairs], [v for v, _ in pairs])

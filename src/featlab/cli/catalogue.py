@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic_core import PydanticUndefined
-
 from ..report.tables import claims_markdown, declared_claims_rows
 from ..runs.registry import Experiment, get_experiment, list_experiments, paper_results, papers
 from ..text import fmt_value, table
@@ -75,8 +73,7 @@ def config_fields(exp: Experiment, preset: str) -> list[dict[str, Any]]:
     values = exp.preset(preset)
     rows = []
     for name, f in exp.config.model_fields.items():
-        default = f.default if f.default is not PydanticUndefined else (
-            f.default_factory() if f.default_factory else "required")
+        default = "required" if f.is_required() else f.get_default(call_default_factory=True, validated_data={})
         rows.append({"field": name, "type": " ".join(x for x in (_type_name(f.annotation), _bounds(f)) if x),
                      "default": default, "preset": values[name] if name in values else None,
                      "in_preset": name in values, "description": f.description or ""})

@@ -7,10 +7,10 @@ import argparse
 import sys
 
 from ..errors import ConfigError
+from ..report.tables import run_report
 from ..runs.compare import compare
 from ..runs.index import find_runs, index_rows, resolve
 from ..runs.record import RunRecord
-from ..report.tables import run_report
 from ..text import fmt_value, table
 from .options import dump_json, warn_other_version
 

@@ -8,7 +8,7 @@ import sys
 
 from ..plotting import SWEEP_BOOKKEEPING
 from ..runs.sweep import sweep
-from ..text import table
+from ..text import fmt_value, table
 from .options import add_run_options
 
 
@@ -48,7 +48,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         print(f"featlab: note: no metric {missing[0]!r} in these runs", file=sys.stderr)
     body = df.assign(claims_held=[f"{h}/{t}" for h, t in zip(df["claims_held"], df["claims"])])
     cols = axes + ["status", "claims_held"] + [m for m in shown if m in df.columns]
-    rows = [[str(v) if not isinstance(v, float) else f"{v:.4g}" for v in r] for r in body[cols].values.tolist()]
+    rows = [[fmt_value(v) for v in r] for r in body[cols].values.tolist()]
     print(table(rows, cols))
     print(f"\nsweep table: {df.attrs['table']}")
     if "plot" in df.attrs:

@@ -28,7 +28,7 @@ class Batch:
     def n(self) -> int:
         return self.y.shape[1]
 
-    def to(self, device=None, dtype=None) -> "Batch":
+    def to(self, device=None, dtype=None) -> Batch:
         return Batch(
             self.x.to(device=device, dtype=dtype),
             self.y.to(device=device),

@@ -19,8 +19,7 @@ import numpy as np
 import torch
 
 from ..errors import DataError
-from ..utils import progress_bar
-from ..utils import resolve_device
+from ..utils import progress_bar, resolve_device
 from .images import ImageData, load_images, stratified_test_mask
 
 HINT = "compute it with 'featlab embed --root DATA --out FILE' or pass embeddings=digits"
@@ -67,7 +66,9 @@ def load_embeddings(path: str, labels_file: str | None = None):
     z, y = np.asarray(z, dtype=np.float32), np.asarray(y).astype(np.int64)
     if z.ndim != 2 or y.ndim != 1 or len(z) != len(y):
         raise DataError(f"{str(p)!r}: embeddings must be (N, D) and labels (N,); got {z.shape} and {y.shape}")
-    return torch.tensor(z), torch.tensor(y), None if split is None else torch.tensor(np.asarray(split))
+    cpu = torch.device("cpu")  # read from a file: the run moves what it trains on
+    return (torch.tensor(z, device=cpu), torch.tensor(y, device=cpu),
+            None if split is None else torch.tensor(np.asarray(split), device=cpu))
 
 
 def embedding_split(source: str, labels_file: str | None = None, test_fraction: float = 0.2):
@@ -104,7 +105,7 @@ def clip_embeddings(data: ImageData, pretrained: str = "openai", device: str = "
     dev = resolve_device(device)
     try:
         model, _, preprocess = open_clip.create_model_and_transforms("ViT-B-32", pretrained=pretrained)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise DataError(f"could not load CLIP ViT-B-32 weights {pretrained!r} ({type(e).__name__}: {e}); pass "
                         f"--pretrained with a local checkpoint file") from None
     model = model.to(dev).eval()
@@ -119,7 +120,7 @@ def clip_embeddings(data: ImageData, pretrained: str = "openai", device: str = "
             bar.update(len(imgs))
         bar.close()
         labels.append(y)
-        is_test.append(torch.full((len(y),), t))
+        is_test.append(torch.full((len(y),), t, device="cpu"))
     return torch.cat(out).numpy(), torch.cat(labels).numpy(), torch.cat(is_test).numpy()
 
 

@@ -221,7 +221,7 @@ class RestrictedUnpickler(pickle.Unpickler):
 def safe_unpickle(blob: bytes, what: str):
     try:
         return RestrictedUnpickler(io.BytesIO(blob), encoding="latin1").load()
-    except Exception as e:  # noqa: BLE001 - any failure here is a bad file, reported in one line
+    except Exception as e:  # any failure here is a bad file, reported in one line
         raise DataError(f"{what} could not be read as a CIFAR batch ({type(e).__name__}: {e}); replace it with the "
                         f"original file") from None
 
@@ -308,8 +308,7 @@ def stratified_test_mask(y: torch.Tensor, test_fraction: float) -> torch.Tensor:
     is_test = torch.zeros(len(y), dtype=torch.bool, device=y.device)
     for c in y.unique():
         idx = (y == c).nonzero().flatten()
-        pick = torch.randperm(len(idx), generator=g, device=g.device)
-        is_test[idx[pick][: round(len(idx) * test_fraction)]] = True
+        is_test[idx[torch.randperm(len(idx), generator=g, device="cpu")][: round(len(idx) * test_fraction)]] = True
     return is_test
 
 

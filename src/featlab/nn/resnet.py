@@ -67,8 +67,9 @@ class Normalize(nn.Module):
 
     def __init__(self, mean, std):
         super().__init__()
-        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).reshape(1, -1, 1, 1))
-        self.register_buffer("std", torch.tensor(std, dtype=torch.float32).reshape(1, -1, 1, 1))
+        # built on the CPU like the layers' weights; .to(device) moves the buffers with them
+        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32, device="cpu").reshape(1, -1, 1, 1))
+        self.register_buffer("std", torch.tensor(std, dtype=torch.float32, device="cpu").reshape(1, -1, 1, 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.mean) / self.std

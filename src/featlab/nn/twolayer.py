@@ -13,7 +13,7 @@ covers each paper's network:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -67,7 +67,7 @@ class EnsembleTwoLayer(nn.Module):
     # ---------------------------------------------------------------- constructors
     @classmethod
     def init(cls, seeds: list[int], d: int, A: torch.Tensor, *, sigma_w: float, sigma_b: float | None = None,
-             dtype=torch.float32, device=None, activation=relu, role: str = "init") -> "EnsembleTwoLayer":
+             dtype=torch.float32, device=None, activation=relu, role: str = "init") -> EnsembleTwoLayer:
         """W ~ N(0, σ_w² I), b ~ N(0, σ_b²) (None = no bias); replica i from the (seed_i, role) stream."""
         M = A.shape[0]
 
@@ -119,7 +119,7 @@ class EnsembleTwoLayer(nn.Module):
     def forward(self, x: torch.Tensor, shared: bool | None = None) -> torch.Tensor:
         return self.head(self.preactivation(x, shared))
 
-    def replica(self, i: int) -> "EnsembleTwoLayer":
+    def replica(self, i: int) -> EnsembleTwoLayer:
         """A detached copy holding replica i alone (E = 1)."""
         b = None if self.b is None else self.b.detach()[i : i + 1].clone()
         return EnsembleTwoLayer(self.W.detach()[i : i + 1].clone(), self.A.clone(), b, self.activation, self.squeeze)
@@ -168,7 +168,7 @@ def positive_mask(positive, k: int, device=None) -> torch.Tensor:
         if positive.shape != (k,):
             raise ValueError(f"positive: a boolean mask must have shape ({k},); got {tuple(positive.shape)}")
         return positive.to(device) if device is not None else positive
-    idx = torch.as_tensor(positive)
+    idx = torch.as_tensor(positive, device=positive.device if isinstance(positive, torch.Tensor) else "cpu")
     if idx.dtype == torch.bool:  # a list of booleans
         return positive_mask(idx, k, device)
     if idx.numel() == 0:

@@ -6,7 +6,7 @@ Works for replica-batched synthetic inputs (E, n, d) and for image batches (N, C
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 
@@ -165,7 +165,7 @@ def robust_masks(score: Score, x: torch.Tensor, y: torch.Tensor, radii: list[flo
         raise ValueError(f"radii must be >= 0; got {next(r for r in radii if r < 0)!r}")
     single = y.dim() == 1  # one batch: give it a replica axis of 1
     xr, yr = (x[None], y[None]) if single else (x, y)
-    lift = (lambda sc: (lambda z: sc(z[0]).to(x.dtype)[None])) if single else (  # noqa: E731
+    lift = (lambda sc: (lambda z: sc(z[0]).to(x.dtype)[None])) if single else (
         lambda sc: (lambda z: sc(z).to(x.dtype)))
     f, gf = lift(score), (None if grad_score is None else lift(grad_score))
     device = device or x.device

@@ -16,7 +16,8 @@ Each replica draws from its own generator, so replica i in a batch gives exactly
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch

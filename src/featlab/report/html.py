@@ -4,6 +4,7 @@ network, so it can be mailed to a colleague and read offline."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Set
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ def _img(path: Path, caption: str) -> str:
             f"<figcaption>{_e(caption)}</figcaption></figure>")
 
 
-def _table(header: list[str], rows: list[list[str]], num: set[int] = frozenset()) -> str:
+def _table(header: list[str], rows: list[list[str]], num: Set[int] = frozenset()) -> str:
     """Cells are trusted HTML (callers escape what they put in)."""
     head = "".join(f"<th>{h}</th>" for h in header) if any(header) else ""
     body = "".join("<tr>" + "".join(f'<td class="num">{c}</td>' if i in num else f"<td>{c}</td>"
@@ -116,7 +117,7 @@ def _claims(rv: RunView) -> str:
 def _run(ev: ExpView, rv: RunView) -> str:
     rec, s = rv.rec, rv.rec.summary
     held, total = rv.held
-    status = (f'<span class="pill ok">complete</span>' if rec.ok
+    status = ('<span class="pill ok">complete</span>' if rec.ok
               else f'<span class="pill bad">{_e(rec.status)}</span>')
     out = [f"<div class='run' id='{_anchor(ev.id, rec.dir.name)}'>",
            f"<h4>run <code>{_e(rec.dir.name)}</code> · preset <code>{_e(s.get('preset', '?'))}</code> · {status} · "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,7 @@ def provenance(rec: RunRecord) -> dict[str, str]:
     return {k: str(x) for k, x in out.items() if x not in (None, "")}
 
 
-def run_view(rec: RunRecord, controls: list[RunRecord] = ()) -> RunView:
+def run_view(rec: RunRecord, controls: Sequence[RunRecord] = ()) -> RunView:
     ctl_runs = _controls_for(rec, list(controls))
     rows = []
     for c in rec.claims:

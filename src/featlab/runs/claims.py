@@ -118,7 +118,8 @@ class Near(Threshold):
     def holds(self, measured: float, scale: float | None = None) -> bool:
         if not isinstance(measured, (int, float)) or math.isnan(measured):
             return False
-        return abs(measured - self.centre) <= self._scaled(self.tol, scale)
+        tol = self._scaled(self.tol, scale)
+        return tol is not None and abs(measured - self.centre) <= tol
 
     def text(self, scale=None):
         if self.of is None:
@@ -142,7 +143,7 @@ class Claim:
     why: str = ""  # where the threshold comes from
 
     def judge(self, measured: float | str, *, scale: float | None = None, paper_value: float | None = None,
-              config: dict[str, Any] | None = None) -> "Verdict":
+              config: dict[str, Any] | None = None) -> Verdict:
         if isinstance(measured, (int, float)) and not isinstance(measured, bool):
             measured = float(measured)
         try:

@@ -3,14 +3,18 @@ first) and the claims whose verdict changed. ``featlab compare`` prints it; it i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from .index import overrides_text
 from .record import RunRecord
 
 
+def _number(v: Any) -> TypeGuard[float]:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _side(rec: RunRecord) -> dict[str, Any]:
-    return {"dir": str(rec.dir), "claims_held": "%d/%d" % rec.held, "overrides": overrides_text(rec)}
+    return {"dir": str(rec.dir), "claims_held": "{}/{}".format(*rec.held), "overrides": overrides_text(rec)}
 
 
 def compare(a: RunRecord, b: RunRecord) -> dict[str, Any]:
@@ -20,7 +24,7 @@ def compare(a: RunRecord, b: RunRecord) -> dict[str, Any]:
     metrics = []
     for k in ma:
         x, y = ma.get(k), mb.get(k)
-        if k not in mb or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y)):
+        if not (_number(x) and _number(y)):
             continue
         if x == y or (x != x and y != y):  # unchanged (nan on both sides included)
             continue

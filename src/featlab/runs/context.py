@@ -7,8 +7,7 @@ the run record. A failed claim is a scientific result, not an error: it is recor
 from __future__ import annotations
 
 import os
-
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +35,10 @@ class RunContext:
     status: str = "complete"
     message: str = ""
     device: torch.device = field(init=False)  # cfg.device resolved once: every tensor of the run goes there
+    run_device: InitVar[torch.device | None] = None  # the runner passes the device its preflight resolved
 
-    def __post_init__(self):
-        self.device = resolve_device(self.cfg.device)
+    def __post_init__(self, run_device: torch.device | None) -> None:
+        self.device = run_device if run_device is not None else resolve_device(self.cfg.device)
 
     @property
     def seeds(self) -> list[int]:

@@ -83,7 +83,7 @@ def _ray(requests, devices, cpus, gpus, *, ray_address, **_) -> list:
     for r in refs:
         try:
             rows.append(ray.get(r))
-        except Exception as e:  # noqa: BLE001 - a worker lost or killed: that point failed, the others go on
+        except Exception as e:  # a worker lost or killed: that point failed, the others go on
             rows.append(failed_row(f"{type(e).__name__}: {' '.join(str(e).split())[:500]}"))
     return rows
 
@@ -115,7 +115,7 @@ def _slurm(requests, devices, cpus, gpus, *, slurm, log_dir, **_) -> list:
     for j in jobs:
         try:
             rows.append(j.result())
-        except Exception as e:  # noqa: BLE001 - a job killed or lost: that point failed, the others go on
+        except Exception as e:  # a job killed or lost: that point failed, the others go on
             rows.append(failed_row(f"{type(e).__name__}: {' '.join(str(e).split())[:500]}"))
     return rows
 

@@ -15,10 +15,12 @@ When featlab runs from a source tree that was never installed (no entry points),
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Callable
+from typing import Any
 
+from ..config import ExperimentConfig
 from ..errors import ConfigError, UnknownExperimentError
 from .claims import Claim, Control, PaperResult
 
@@ -32,7 +34,7 @@ class Experiment:
     paper: str  # a registered paper key
     reference: str  # "Fig 2a/2b, Fig 3 left"
     summary: str  # one line: what it shows
-    config: type  # an ExperimentConfig subclass
+    config: type[ExperimentConfig]
     fn: Callable[..., None]
     presets: dict[str, dict[str, Any]] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
@@ -71,7 +73,7 @@ _REGISTRY: dict[str, Experiment] = {}
 _loaded = False
 
 
-def register_paper(key: str, title: str, prefix: str, results: list[PaperResult] = ()) -> None:
+def register_paper(key: str, title: str, prefix: str, results: Sequence[PaperResult] = ()) -> None:
     """Declare a paper: its key (``feature-averaging``), title, the prefix of its claim ids (``fa``) and its
     numbered results with the claims that check each (the coverage table of docs/claims.md)."""
     _PAPERS[key] = (title, prefix)
@@ -83,8 +85,8 @@ def paper_results(key: str) -> list[PaperResult]:
     return list(_RESULTS.get(key, []))
 
 
-def experiment(id: str, *, paper: str, reference: str, summary: str, config: type,
-               presets: dict[str, dict[str, Any]], claims: list[Claim] = (), controls: list[Control] = (),
+def experiment(id: str, *, paper: str, reference: str, summary: str, config: type[ExperimentConfig],
+               presets: dict[str, dict[str, Any]], claims: Sequence[Claim] = (), controls: Sequence[Control] = (),
                tiny: dict[str, Any] | None = None):
     """Decorator registering ``fn(ctx)`` as an experiment. Presets must include ``quick`` and ``paper``.
 
@@ -92,7 +94,7 @@ def experiment(id: str, *, paper: str, reference: str, summary: str, config: typ
     ``controls``: settings where the paper's statements should be false (an untrained net, the other method,
     shuffled labels, the null setting), each naming the claims it must defeat; ``featlab run ID --control``
     runs them, and no targeted claim may hold there.
-    ``tiny``: overrides of the ``quick`` preset that run every code path of the experiment in about a second;
+    ``tiny``: overrides of the ``quick`` preset that run the experiment end to end in about a second;
     featlab's tests run each registered experiment at it (tests/test_device.py), so every experiment declares one.
     """
     if paper not in _PAPERS:
@@ -112,7 +114,7 @@ def experiment(id: str, *, paper: str, reference: str, summary: str, config: typ
     unknown = [t for c in controls for t in c.claims if t not in ids]
     if unknown:
         raise ValueError(f"experiment {id!r}: controls target undeclared claims {unknown}")
-    stray = sorted(set(tiny or {}) - set(getattr(config, "model_fields", set(tiny or {}))))
+    stray = sorted(set(tiny or {}) - set(config.model_fields))
     if stray:
         raise ValueError(f"experiment {id!r}: tiny sets fields its config does not have: {stray}")
 

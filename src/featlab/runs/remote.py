@@ -69,7 +69,7 @@ def run_point(req: PointRequest, threads: int | None = None) -> dict[str, Any]:
                 tar.add(rec.dir, arcname=".")
             row["tar"], row["run_id"] = buf.getvalue(), rec.dir.name
         return row
-    except Exception as e:  # noqa: BLE001 - a point's failure is data for the sweep table, not a crash
+    except Exception as e:  # a point's failure is data for the sweep table, not a crash
         return failed_row(f"{type(e).__name__}: {' '.join(str(e).split())}")
     finally:
         if tmp is not None:

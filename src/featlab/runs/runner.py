@@ -6,8 +6,9 @@ import errno
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 import torch
@@ -42,17 +43,19 @@ def resolve_config(experiment_id: str, preset: str = "quick", config_file: str |
 
 
 # ------------------------------------------------------------------------------------------ checks before any work
-def preflight(exp, cfg, out: str | Path, quiet: bool = False) -> None:
+def preflight(exp, cfg, out: str | Path, quiet: bool = False) -> torch.device:
     """Refuse a run that cannot succeed before anything is written: a CUDA device the machine lacks, an output
     folder that is a file or not writable, a ``*_dir`` field naming a file, more memory than the machine has
-    available, or months of work (``cfg.estimate()``). Each refusal is one line naming the field or flag to fix."""
-    resolve_device(cfg.device)
+    available, or months of work (``cfg.estimate()``). Each refusal is one line naming the field or flag to fix.
+    Returns the run's device: ``cfg.device`` resolved, here and only here, for the whole run."""
+    device = resolve_device(cfg.device)
     check_out(Path(out) / exp.id)
     for name, value in cfg:
         if name.endswith("_dir") and isinstance(value, str) and value and os.path.lexists(value) \
                 and not os.path.isdir(value):
             raise ConfigError(f"the {name!r} field of {exp.id} names {value!r}, which is not a folder; pass a folder")
-    check_resources(exp.id, cfg, quiet)
+    check_resources(exp.id, cfg, quiet, device)
+    return device
 
 
 def check_out(folder: Path) -> None:
@@ -67,10 +70,10 @@ def check_out(folder: Path) -> None:
         raise ConfigError(f"--out: the folder {str(p)!r} is not writable; pass a folder you can write to")
 
 
-def available_memory(device: str) -> float | None:
+def available_memory(device: torch.device) -> float | None:
     """Bytes the run can still allocate on its device: CUDA's free memory, Linux's MemAvailable, else None."""
-    if resolve_device(device).type == "cuda":
-        return float(torch.cuda.mem_get_info()[0])
+    if device.type == "cuda":
+        return float(torch.cuda.mem_get_info(device)[0])
     try:
         with open("/proc/meminfo") as f:
             kb = next((int(line.split()[1]) for line in f if line.startswith("MemAvailable:")), None)
@@ -79,11 +82,13 @@ def available_memory(device: str) -> float | None:
     return None if kb is None else kb * 1024.0
 
 
-def check_resources(experiment_id: str, cfg, quiet: bool = False) -> None:
+def check_resources(experiment_id: str, cfg, quiet: bool = False,
+                    device: torch.device | None = None) -> None:
     """Refuse (one line, exit 2) a run whose estimated memory exceeds what is available, or whose estimated work
     exceeds a month; warn when it exceeds a day. Work estimates are lower bounds: a refusal is never a guess."""
     needs = cfg.estimate() if hasattr(cfg, "estimate") else []
-    mem, avail = sum(n.bytes for n in needs), available_memory(cfg.device)
+    mem = sum(n.bytes for n in needs)
+    avail = available_memory(device if device is not None else resolve_device(cfg.device))
     if needs and avail is not None and mem > avail:
         big = max(needs, key=lambda n: n.bytes)
         raise ConfigError(f"{experiment_id} needs about {_size(mem)} of memory ({big.what}) but {_size(avail)} "
@@ -121,7 +126,7 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     """
     exp, cfg = resolve_config(experiment_id, preset, config_file, overrides, control)
     run_id = cfg.digest(exp.id)
-    preflight(exp, cfg, out, quiet=quiet)  # every user mistake is refused here, before anything is written
+    device = preflight(exp, cfg, out, quiet=quiet)  # every user mistake is refused here, before anything is written
     writer = RunWriter(out, exp.id, run_id)
     try:  # the first write: a folder that cannot be made (a read-only or virtual file system) is one line
         writer.final.parent.mkdir(parents=True, exist_ok=True)
@@ -140,7 +145,7 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
                     print(f"featlab: warning: reusing {exp.id}/{run_id}, made by featlab {made} (this is "
                           f"{versions()['featlab']}); --force redoes it", file=sys.stderr, flush=True)
                 return done
-            return _run_locked(exp, cfg, run_id, writer, preset, quiet, control)
+            return _run_locked(exp, cfg, run_id, writer, preset, quiet, control, device)
     except OSError as e:
         if e.errno not in _DISK_ERRORS:
             raise
@@ -149,13 +154,14 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
                              f"or pass another --out") from None
 
 
-def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bool, control) -> RunRecord:
+def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bool, control,
+                device: torch.device) -> RunRecord:
     stage = writer.open()
     try:
         writer.write_config(cfg.to_yaml())
         ctl = exp.control(None if control is True else control) if control else None
         ctx = RunContext(exp.id, cfg, stage, quiet=quiet, declared=exp.claims,
-                         judged=set(ctl.targets(exp.claims)) if ctl else None)
+                         judged=set(ctl.targets(exp.claims)) if ctl else None, run_device=device)
         t0 = time.perf_counter()
         try:
             exp.fn(ctx)

@@ -14,9 +14,10 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 try:
     import fcntl

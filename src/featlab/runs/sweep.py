@@ -17,8 +17,9 @@ import hashlib
 import itertools
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -27,8 +28,8 @@ from ..errors import ConfigError
 from ..plotting import parse_plot, sweep_figure
 from ..utils import atomic_write
 from .executors import execute
-from .remote import PointRequest
 from .record import claim_counts
+from .remote import PointRequest
 from .runner import resolve_config
 
 

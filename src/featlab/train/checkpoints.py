@@ -9,9 +9,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -49,7 +50,7 @@ def load_checkpoint(path: Path, fingerprint: dict) -> dict | None:
         state["epoch"], state["history"], _ = int(state["epoch"]), list(state["history"]), state["model"]
         if not (isinstance(theirs, dict) and isinstance(state["optimizer"], dict)):
             raise TypeError("not a featlab checkpoint")
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise CheckpointError(f"checkpoint {str(path)!r} is unreadable or not a featlab checkpoint "
                               f"({type(e).__name__}); delete it to start this model afresh") from None
     if theirs != (ours := json.loads(json.dumps(fingerprint, default=str))):

@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pandas as pd
 import torch
@@ -136,7 +136,7 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
             opt.load_state_dict(state["optimizer"])
             if use_amp and state.get("scaler"):
                 scaler.load_state_dict(state["scaler"])
-        except Exception as e:  # noqa: BLE001 - tampered: its fingerprint matches, its tensors do not
+        except Exception as e:  # tampered: its fingerprint matches, its tensors do not
             raise CheckpointError(f"checkpoint {str(ckpt)!r} does not fit this model ({type(e).__name__}); delete "
                                   f"it to start this model afresh") from None
         res.history = list(state["history"])

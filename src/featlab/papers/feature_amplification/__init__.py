@@ -53,8 +53,11 @@ RESULTS = [
 register_paper("feature-amplification", "Random Feature Amplification (Frei, Chatterji, Bartlett; JMLR 2023)",
                prefix="rfa", results=RESULTS)
 
+# import order = registration order = catalogue order: not sorted
+# isort: off
 from . import theorem1, amplification, figures  # noqa: E402,F401  (each registers its experiments)
 from . import phase  # noqa: E402,F401  (rfa-phase)
+# isort: on
 from .data import XORClusterDistribution  # noqa: E402
 
 __all__ = ["XORClusterDistribution"]

@@ -14,8 +14,8 @@ from ...config import check
 from ...nn.twolayer import sign_prediction
 from ...runs.registry import experiment
 from . import lemmas
-from .amp_claims import CLAIMS, CONTROLS
 from . import plots as plots_rfa
+from .amp_claims import CLAIMS, CONTROLS
 from .common import RFAConfig, assumption_notes, gd, make_dist, make_net, pattern_stats, test_errors
 from .data import f_star
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ...data.base import Batch
 from ...nn.twolayer import signed_readout
 from ...utils import cpu_draws, generator
-from ...data.base import Batch
 
 CLEAN_LABEL = torch.tensor([1.0, 1.0, -1.0, -1.0])  # ỹ of clusters +μ1, −μ1, +μ2, −μ2 (§2: XOR)
 # Clean labels of the clusters (+μ1, −μ1, +μ2, −μ2) per ``labels`` mode: "xor" is §2's; the others are null settings
@@ -82,7 +82,7 @@ class XORClusterDistribution:
     @classmethod
     def create(cls, seeds: list[int], d: int, sigma: float, eta: float | list[float] = 0.0, *,
                law: str = "gaussian", noise: str = "flip", means: str = "random", dtype=torch.float32,
-               quantile_samples: int = 20000, labels: str = "xor", device=None) -> "XORClusterDistribution":
+               quantile_samples: int = 20000, labels: str = "xor", device=None) -> XORClusterDistribution:
         etas = [float(eta)] * len(seeds) if isinstance(eta, (int, float)) else [float(e) for e in eta]
         assert len(etas) == len(seeds), (len(etas), len(seeds))
         # drawn on the CPU (the same numbers on every device); sampling stays on the CPU, its batches are moved

@@ -3,19 +3,29 @@ long training, n ≫ d overfits the noise, d ≫ n overfits benignly)."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import torch
 from pydantic import Field
 
 from ...nn.twolayer import sign_prediction
-import math
-
 from ...runs.claims import AtLeast, Claim, Control
 from ...runs.registry import experiment
 from . import lemmas
 from . import plots as plots_rfa
-from .common import (RFABase, RFAConfig, assumption_notes, gd, gd_logspaced, make_dist, make_net, pattern_probe,
-                     pattern_stats, test_errors)
+from .common import (
+    RFABase,
+    RFAConfig,
+    assumption_notes,
+    gd,
+    gd_logspaced,
+    make_dist,
+    make_net,
+    pattern_probe,
+    pattern_stats,
+    test_errors,
+)
 from .data import f_star
 
 

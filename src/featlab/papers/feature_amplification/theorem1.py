@@ -152,7 +152,7 @@ def oracle_halfspace(dist, tr, te) -> torch.Tensor:
         best, best_tr = None, -1.0
         for k, lab in ((0, 1.0), (1, -1.0)):
             for s in (1.0, -1.0):
-                h = lambda x: torch.where(s * (x @ dist.mu[e, k]) > 0.5, lab, -lab)  # noqa: E731
+                h = lambda x, s=s, e=e, k=k, lab=lab: torch.where(s * (x @ dist.mu[e, k]) > 0.5, lab, -lab)
                 a = float((h(tr.x[e]) == tr.y[e]).double().mean())
                 if a > best_tr:
                     best_tr, best = a, float((h(te.x[e]) == te.y_clean[e]).double().mean())

@@ -19,7 +19,8 @@ attacker that knows the data model); every radius' perturbation lies in the ball
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 
@@ -54,7 +55,7 @@ def softplus_surrogate(net: EnsembleTwoLayer, x: torch.Tensor, temperature: floa
     with torch.no_grad():
         z = net.preactivation(x)
         t = temperature * z.pow(2).mean(dim=tuple(range(1, z.dim())), keepdim=True).sqrt().clamp_min(1e-12)
-    act = lambda h: t * torch.nn.functional.softplus(h / t)  # noqa: E731
+    act = lambda h: t * torch.nn.functional.softplus(h / t)
     return EnsembleTwoLayer(net.W.detach(), net.A, None if net.b is None else net.b.detach(), act, net.squeeze)
 
 

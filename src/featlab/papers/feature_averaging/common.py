@@ -58,7 +58,7 @@ class FADataConfig(ExperimentConfig):
         need = self.k + (1 if self.pairwise_cos > 0 else 0)
         check(self.d >= need, "d", f"must be >= {need} to hold {need} orthogonal directions (k={self.k}"
               f"{' plus a shared one for pairwise_cos > 0' if self.pairwise_cos > 0 else ''}); got d={self.d}",
-              f"raise d or lower k")
+              "raise d or lower k")
         pos = self.positive_set()
         check(all(0 <= j < self.k for j in pos), "positive",
               f"must list 0-based clusters in 0..{self.k - 1}; got {self.positive}")

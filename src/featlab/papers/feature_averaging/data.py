@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ...utils import generator
 from ...data.base import Batch
+from ...utils import generator
 
 
 def orthogonal_centres(k: int, d: int, mode: str, gen: torch.Generator, pairwise_cos: float = 0.0,
@@ -56,7 +56,7 @@ class MultiClusterDistribution:
     @classmethod
     def create(cls, seeds: list[int], k: int, d: int, positive: list[int], *, alpha: float = 1.0,
                sigma: float = 1.0, centres: str = "qr", pairwise_cos: float = 0.0,
-               norm_scales: list[float] | None = None, dtype=torch.float32, device=None) -> "MultiClusterDistribution":
+               norm_scales: list[float] | None = None, dtype=torch.float32, device=None) -> MultiClusterDistribution:
         """Replica i's centres from the (seeds[i], "centres") stream (see :func:`orthogonal_centres`).
 
         ``positive``: the clusters of J+ as 0-based indices, like every class or cluster index in featlab (the

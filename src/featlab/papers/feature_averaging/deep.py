@@ -24,14 +24,14 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field, model_validator
 
+from ... import plotting
 from ...config import check
 from ...data.images import ImageData
 from ...errors import DataError
 from ...nn.twolayer import logit_margin_readout
-from ... import plotting
-from ...text import table
 from ...runs.claims import AtLeast, Claim, Control
 from ...runs.registry import experiment
+from ...text import table
 from ...train.checkpoints import fingerprint_of, run_checkpoints
 from ...train.image_config import ImageTrainFields, build_model, load_run_data
 from ...train.image_trainer import fit, predict

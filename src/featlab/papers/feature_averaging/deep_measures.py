@@ -107,7 +107,9 @@ def summarise(ctx, masks: dict[str, list[torch.Tensor]], clean: dict) -> dict[st
 
 def _mean_on(m: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Mean over the kept points of (R, n) masks: (R,), NaN when no point is kept."""
-    return m[:, keep].double().mean(-1) if keep.any() else torch.full((m.shape[0],), math.nan, dtype=torch.float64)
+    if not keep.any():
+        return torch.full((m.shape[0],), math.nan, dtype=torch.float64, device=m.device)
+    return m[:, keep].double().mean(-1)
 
 
 def comparison(radii: list[float], S: dict[str, torch.Tensor]) -> tuple[float, float, int]:

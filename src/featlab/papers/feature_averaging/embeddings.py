@@ -19,11 +19,11 @@ import numpy as np
 import torch
 from pydantic import Field, model_validator
 
+from ... import plotting
 from ...config import ExperimentConfig, check
 from ...data.embeddings import embedding_split
 from ...errors import DataError
 from ...nn.twolayer import EnsembleTwoLayer, block_readout, logit_margin_readout, signed_readout
-from ... import plotting
 from ...runs.claims import AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
 from ...train.loop import train
@@ -130,7 +130,7 @@ def _prepare(cfg: FAEmbeddingsConfig, dtype, device, ztr, ytr, zte, yte, src: st
     D = ztr.shape[1]
     mean = ztr.mean(0) if cfg.center else torch.zeros(D, dtype=ztr.dtype, device=ztr.device)
     scale = ((ztr - mean).norm(dim=1).mean() / math.sqrt(D))
-    prep = lambda z: ((z - mean) / scale).to(device=device, dtype=dtype)  # noqa: E731  (‖z‖ ≈ √D on average)
+    prep = lambda z: ((z - mean) / scale).to(device=device, dtype=dtype)  # (‖z‖ ≈ √D on average)
     xtr, xte = prep(ztr), prep(zte)
     pos = torch.zeros(k, dtype=torch.bool, device=ytr.device)  # class bookkeeping on the labels' device (CPU)
     pos[cfg.positive] = True

@@ -83,7 +83,7 @@ def thm46_distance(model, mu: torch.Tensor, positive: torch.Tensor, m: int, *, s
     and the scale sup |C f_FA| = C √d max_s ‖Σ_{J_s} μ_j‖ for a relative reading.
     """
     W = model.W.detach()
-    b = model.b.detach() if model.b is not None else torch.zeros(W.shape[:2], dtype=W.dtype)
+    b = model.b.detach() if model.b is not None else torch.zeros(W.shape[:2], dtype=W.dtype, device=W.device)
     E, M, d = W.shape
     groups = in_class_mask(positive, m, M - m).T  # (M, k): neuron (s, r) ↔ J_s
     v = target_directions(mu, groups)

@@ -29,8 +29,7 @@ from ...probes.robustness import critical_radius, worst_case
 from ...runs.claims import AtMost, Claim, Control, Within
 from ...runs.registry import experiment
 from ...utils import generator, torch_threads
-from . import attacks
-from . import measures
+from . import attacks, measures
 from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
 from .phase_plots import phase_figure
 
@@ -143,7 +142,7 @@ def fa_phase(ctx) -> None:
     keys = sorted(cells)
     fits = {"binary": loglog_fit([d / k for k, d in keys], [cells[c]["binary.critical_radius"] for c in keys]),
             "multiclass": loglog_fit([d for _, d in keys], [cells[c]["multiclass.critical_radius"] for c in keys])}
-    for net, (slope, icpt, lo, hi) in fits.items():
+    for net, (slope, _icpt, lo, hi) in fits.items():
         ctx.metric(f"{net}.radius_exponent", slope)
         ctx.metric(f"{net}.radius_exponent_ci_lo", lo)
         ctx.metric(f"{net}.radius_exponent_ci_hi", hi)

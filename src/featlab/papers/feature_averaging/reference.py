@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import torch
 
-from .data import MultiClusterDistribution
 from ...nn.twolayer import EnsembleTwoLayer
+from .data import MultiClusterDistribution
 
 
 def feature_averaging(dist: MultiClusterDistribution, bias: float = 0.0) -> EnsembleTwoLayer:
     """f_FA(x) = ReLU(<Σ_{J+}μ_j, x> + b) − ReLU(<Σ_{J−}μ_j, x> + b) (Def 4.1; App. D.1 with b± = b)."""
     W = dist.class_sums()  # (E, 2, d)
-    A = torch.tensor([[1.0], [-1.0]], dtype=W.dtype)
-    b = torch.full((dist.E, 2), bias, dtype=W.dtype)
+    A = torch.tensor([[1.0], [-1.0]], dtype=W.dtype, device=W.device)
+    b = torch.full((dist.E, 2), bias, dtype=W.dtype, device=W.device)
     return EnsembleTwoLayer(W.clone(), A, b)
 
 
@@ -24,7 +24,7 @@ def feature_decoupled(dist: MultiClusterDistribution) -> EnsembleTwoLayer:
     """f_dec(x) = Σ_{J+} ReLU(<μ_j, x> − d/2) − Σ_{J−} ReLU(<μ_l, x> − d/2) (Thm D.3): (√d/3)-robust."""
     W = dist.mu.clone()
     A = dist.signs[:, None].to(W.dtype)
-    b = torch.full((dist.E, dist.k), -dist.d / 2, dtype=W.dtype)
+    b = torch.full((dist.E, dist.k), -dist.d / 2, dtype=W.dtype, device=W.device)
     return EnsembleTwoLayer(W, A, b)
 
 
@@ -37,5 +37,5 @@ def nonrobust_multiclass(dist: MultiClusterDistribution) -> EnsembleTwoLayer:
     sums = dist.class_sums()  # (E, 2, d)
     own = torch.where(dist.positive[None, :, None], sums[:, :1], sums[:, 1:])  # (E, k, d)
     W = dist.mu + own
-    A = torch.eye(dist.k, dtype=W.dtype)
+    A = torch.eye(dist.k, dtype=W.dtype, device=W.device)
     return EnsembleTwoLayer(W, A, None)

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import torch
 
+from ... import plotting
 from ...nn.twolayer import binary_readout, sign_prediction
 from ...probes.robustness import critical_radius, worst_case
-from ... import plotting
 from ...runs.claims import AtLeast, AtMost, Claim, Control, Within
 from ...runs.registry import experiment
-from ...utils import progress_bar
-from ...utils import generator
-from . import attacks
-from . import measures
+from ...utils import generator, progress_bar
+from . import attacks, measures
 from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
 
 # Fig 3 (left), read off the paper's figure (±1 point): robust accuracy (%) at these radii.
@@ -194,7 +192,7 @@ def _robustness(cfg: FASyntheticConfig, seeds, dist, te, bnet, knet):
 def _curve_rows(cfg: FASyntheticConfig, seeds, curves) -> list[tuple]:
     """The robust-accuracy curves per seed as (seed, step, metric, value) rows of metrics.parquet."""
     radii = cfg.radius_grid()
-    sfx = lambda a: "" if a == "worst" else f"_{a}"  # noqa: E731
+    sfx = lambda a: "" if a == "worst" else f"_{a}"
     return [(s, cfg.T, f"{mdl}.robust_acc{sfx(attack)}@{r:g}", float(c[i, e]))
             for attack, (bc, kc) in curves.items() for mdl, c in (("binary", bc), ("multiclass", kc))
             for i, r in enumerate(radii) for e, s in enumerate(seeds)]
@@ -229,7 +227,8 @@ def _draw(ctx, cfg: FASyntheticConfig, bcos, kcos, curves) -> None:
 # ------------------------------------------------------------------------------------------ judging
 def _paper_critical_radius(acc_percent: list[float]) -> float:
     """The 50 % radius of one of the paper's Fig 3 (left) curves, interpolated like ours."""
-    return float(critical_radius(PAPER_FIG3_RADII, torch.tensor(acc_percent, dtype=torch.float64)[:, None] / 100))
+    acc = torch.tensor(acc_percent, dtype=torch.float64, device="cpu")[:, None] / 100
+    return float(critical_radius(PAPER_FIG3_RADII, acc))
 
 
 def _judge(ctx, cfg: FASyntheticConfig) -> None:

@@ -52,9 +52,12 @@ register_paper("midpoint-mixup", "Midpoint Mixup (Chidambaram et al.; ICML 2023)
              "not observed at the presets (docs/midpoint-mixup.md)"),
 ])
 
+# import order = registration order = catalogue order: not sorted
+# isort: off
 from . import multiview, linear  # noqa: E402,F401  (registers mm-multiview, then mm-linear: keep this order)
 from . import spurious  # noqa: E402,F401
 from . import phase  # noqa: E402,F401  (mm-phase)
+# isort: on
 from .spurious_data import SpuriousChannels  # noqa: E402
 
 __all__ = ["SpuriousChannels"]

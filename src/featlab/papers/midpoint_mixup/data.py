@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ...utils import cpu_draws, generator, per_replica
 from ...data.base import Batch
+from ...utils import cpu_draws, generator, per_replica
 
 
 def feature_index(y: torch.Tensor | int, ell: int) -> torch.Tensor | int:
@@ -52,7 +52,7 @@ class LinearMultiView:
     E: int = field(default=1, kw_only=True)  # replicas: the law is the same for all, each draws its own points
 
     @classmethod
-    def create(cls, seeds: list[int], k: int, beta_lo: float = 0.1, beta_hi: float = 0.9) -> "LinearMultiView":
+    def create(cls, seeds: list[int], k: int, beta_lo: float = 0.1, beta_hi: float = 0.9) -> LinearMultiView:
         return cls(k, beta_lo, beta_hi, E=len(seeds))
 
     @property
@@ -101,7 +101,7 @@ class MultiViewDistribution:
         assert self.P >= 2 * self.C_P and self.Q < self.k and self.delta1 <= self.delta2 / 2
 
     @classmethod
-    def create(cls, seeds: list[int], k: int, P: int, **params) -> "MultiViewDistribution":
+    def create(cls, seeds: list[int], k: int, P: int, **params) -> MultiViewDistribution:
         """Def 4.1 for len(seeds) replicas; ``params``: the other fields (C_P, δ1..δ4, Q, the open decisions)."""
         return cls(k, P, **params, E=len(seeds))
 

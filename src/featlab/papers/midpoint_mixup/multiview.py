@@ -27,9 +27,9 @@ from ...runs.registry import experiment
 from ...train.loop import train
 from ...train.mixup import random_pairing, sample_beta
 from ...utils import generator
-from .learned_features import correlation_stats, correlations, feature_test, learned_counts, train_accuracy
 from . import plots as plots_mm
 from .data import MultiViewDistribution, compress_patches, embed, orthonormal_features
+from .learned_features import correlation_stats, correlations, feature_test, learned_counts, train_accuracy
 from .losses import erm_loss, midpoint_all_pairs_loss, mixup_all_pairs_loss, mixup_sampled_loss
 
 METHODS = ("erm", "midpoint", "mixup")

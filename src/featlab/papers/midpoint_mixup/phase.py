@@ -28,8 +28,8 @@ from ...runs.claims import AtLeast, Claim, Control
 from ...runs.registry import experiment
 from ...train.loop import train
 from ...utils import Replicas, torch_threads
-from .learned_features import feature_test, learned_counts, train_accuracy
 from .data import MultiViewDistribution, compress_patches
+from .learned_features import feature_test, learned_counts, train_accuracy
 from .multiview import MultiViewConfig, make_loss, patch_cnn
 from .phase_plots import phase_figure
 
@@ -86,7 +86,7 @@ def _batched(sub: MultiViewConfig, cfg: MMPhaseConfig, k: int, seeds, dtype, dev
                                      sub.bijection, sub.beta_law, sub.noise_classes, sub.gamma_law)
         trs.append(dist.sample(sub.N, group, "train", device=device))
         tes.append(dist.sample_balanced(sub.n_test_per_class, group, "test", device=device))
-    cat = lambda bs: type(bs[0])(torch.cat([b.x for b in bs]).to(dtype), torch.cat([b.y for b in bs]),  # noqa
+    cat = lambda bs: type(bs[0])(torch.cat([b.x for b in bs]).to(dtype), torch.cat([b.y for b in bs]),
                                  {key: torch.cat([b.info[key] for b in bs]) for key in bs[0].info})
     return reps, dist, cat(trs), cat(tes)
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ...plotting import get_cmap, subplots
 
 NAMES = {"erm": "ERM", "midpoint": "Midpoint Mixup", "mixup": "uniform Mixup"}

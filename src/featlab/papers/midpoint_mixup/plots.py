@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ...plotting import Figure, get_cmap, subplots
-import numpy as np  # noqa: E402
+import numpy as np
+
+from ...plotting import Figure, subplots
 
 METHOD_COLORS = {"erm": "C0", "midpoint": "C1", "mixup": "C2"}  # the paper's Fig 2 colours
 METHOD_LABELS = {"erm": "ERM", "midpoint": "Midpoint Mixup", "mixup": "Mixup"}

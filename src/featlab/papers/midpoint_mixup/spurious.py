@@ -26,9 +26,9 @@ from pydantic import Field, model_validator
 from ...config import check
 from ...data.images import ImageData
 from ...plotting import subplots
-from ...text import table
 from ...runs.claims import AtMost, Claim, Control, Near
 from ...runs.registry import experiment
+from ...text import table
 from ...train.checkpoints import fingerprint_of, run_checkpoints
 from ...train.image_config import ImageTrainFields, build_model, load_run_data
 from ...train.image_trainer import fit, predict
