@@ -68,9 +68,11 @@ def main() -> None:
     steps = 100_000 if a.full else a.steps
     seeds = list(range(a.seeds))
     alpha = 0.1
-    print(f"Fig 2 settings (App. E, {a.sizes} preset sizes): σ²=d^-1.2, 15% flips per cluster, ω²=0.01/(md), α={alpha}; "
+    print(f"Fig 2 settings (App. E, {a.sizes} preset sizes): σ²=d^-1.2, 15% flips per cluster, ω²=0.01/(md), "
+          f"α={alpha}; "
           f"{len(seeds)} seeds × {steps} steps; torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print(f"{'regime':8s} {'n':>6s} {'d':>6s} {'m':>5s} {'batched seed-steps/s':>22s} {'naive seed-steps/s':>20s} {'ratio':>7s}")
+    print(f"{'regime':8s} {'n':>6s} {'d':>6s} {'m':>5s} {'batched seed-steps/s':>22s} {'naive seed-steps/s':>20s} "
+          f"{'ratio':>7s}")
     for name in (["low", "high"] if a.regime == "both" else [a.regime]):
         n, d, m = SIZES[a.sizes][name]
         dist = XORClusterDistribution.create(seeds, d, d**-0.6, 0.15, noise="exact", means="axis")
@@ -79,7 +81,8 @@ def main() -> None:
         net = make_net(cfg, seeds, torch.float32, torch.device("cpu"), d=d)
         W0 = net.W.detach().clone()
         t0 = time.perf_counter()
-        train([net.W], lambda s, net=net, tr=tr: logistic(net(tr.x), tr.y), steps, seeds=seeds, lr=alpha, probe_every=10**9)
+        train([net.W], lambda s, net=net, tr=tr: logistic(net(tr.x), tr.y), steps, seeds=seeds, lr=alpha,
+              probe_every=10**9)
         tb = time.perf_counter() - t0
         t0 = time.perf_counter()
         Wn = naive(seeds, tr.x, tr.y, W0, net.A, steps, alpha)

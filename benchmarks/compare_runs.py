@@ -5,8 +5,8 @@
 For every experiment present in both folders, the latest complete run of each is compared: every summary metric
 (bit-identical unless --rtol is given), and every claim's measured value and verdict (claims are matched by
 position, since the move renamed some ids; a claim value that the old code stored rounded — it judged the
-unrounded one — counts as the same when the new value rounds to it). Written for the structure move (the numbers must not change), kept
-for any refactoring: exit 1 when something differs.
+unrounded one — counts as the same when the new value rounds to it). Written for the structure move (the numbers
+must not change), kept for any refactoring: exit 1 when something differs.
 """
 
 from __future__ import annotations

@@ -94,7 +94,8 @@ def make_cifar100(root, monkeypatch, n=(200, 100)):
     for name, b in blobs.items():
         (root / spec.folder / name).write_bytes(b)
     monkeypatch.setitem(images.SPECS, "cifar100", dataclasses.replace(
-        spec, train={"train": md5["train"]}, test={"test": md5["test"]}, meta=("meta", md5["meta"], "fine_label_names")))
+        spec, train={"train": md5["train"]}, test={"test": md5["test"]},
+        meta=("meta", md5["meta"], "fine_label_names")))
     return blobs
 
 

@@ -9,10 +9,10 @@ from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
-from test_device import ExplicitDevice
 
 import featlab
 from featlab.runs import registry
+from test_device import ExplicitDevice
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "featlab"
@@ -132,7 +132,8 @@ def test_no_import_cycle_between_subpackages():
     sources = [(p, p.read_text()) for p in _sources()]
     assert _cycles(_unit_graph(sources)) == []
     back = [f"{p.relative_to(SRC)}" for p, t in sources if p != SRC / "__init__.py"
-            for n in ast.walk(ast.parse(t)) if isinstance(n, (ast.Import, ast.ImportFrom)) and "featlab" in _resolve(p, n)]
+            for n in ast.walk(ast.parse(t))
+            if isinstance(n, (ast.Import, ast.ImportFrom)) and "featlab" in _resolve(p, n)]
     assert back == []
 
 
@@ -159,7 +160,8 @@ def test_every_paper_folder_is_in_the_catalogue():
     assert len(PAPERS) >= 3
     catalogue = _imports(SRC / "papers" / "__init__.py")
     assert {f"featlab.papers.{p}" for p in PAPERS} <= catalogue
-    homes = {e.fn.__module__.split(".")[2] for e in registry.list_experiments() if e.fn.__module__.startswith("featlab.")}
+    homes = {e.fn.__module__.split(".")[2] for e in registry.list_experiments()
+             if e.fn.__module__.startswith("featlab.")}
     assert set(PAPERS) <= homes
 
 

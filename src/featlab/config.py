@@ -76,6 +76,7 @@ class ExperimentConfig(BaseModel):
     def _sane(cls, v: Any, info: ValidationInfo) -> Any:
         """Every field: booleans are not numbers (seeds=true is not 1), integers are bounded (a 20-digit value
         would train and then overflow when saved)."""
+        assert info.field_name is not None  # a field validator always runs for a named field
         ann = cls.model_fields[info.field_name].annotation
         why = _bad_value(v, _allows(ann, bool), BIG_INT_MAX if info.field_name in cls.BIG_INTS else INT64_MAX)
         if why:
@@ -95,8 +96,9 @@ class ExperimentConfig(BaseModel):
         f = type(self).model_fields
         if "d" not in f or "n" not in f:
             return []
-        E, d = int(self.seeds), int(self.d)
-        points = int(self.n) + int(getattr(self, "n_test", 0) or 0)
+        dn: Any = self  # a subclass with the fields d and n (checked above)
+        E, d = int(self.seeds), int(dn.d)
+        points = int(dn.n) + int(getattr(self, "n_test", 0) or 0)
         item = 8 if self.dtype == "float64" else 4
         sized = ("seeds", "n", "n_test", "d") if "n_test" in f else ("seeds", "n", "d")
         needs = [Need(f"{E} replicas × {points} points × d={d}, {item}-byte floats, held twice", sized,

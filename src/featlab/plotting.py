@@ -86,7 +86,7 @@ def robust_curves(radii, curves: list[dict], marks: list[tuple[float, str]], tit
 
 # ---------------------------------------------------------------------------- the figure of `featlab sweep --plot`
 PLOT_KEYS = ("x", "y", "hue", "kind")
-SWEEP_BOOKKEEPING = ("status", "claims_held", "claims", "run_dir", "error")  # a sweep table's columns that are not metrics
+SWEEP_BOOKKEEPING = ("status", "claims_held", "claims", "run_dir", "error")  # a sweep table's non-metric columns
 
 
 def parse_plot(items: list[str] | str | None, axes: list[str]) -> dict[str, str] | None:
@@ -133,6 +133,7 @@ def sweep_figure(df: pd.DataFrame, spec: dict[str, str], axes: list[str], title:
     data = df[keys + [y]].copy()
     data[y] = pd.to_numeric(data[y], errors="coerce")
     if spec.get("kind") == "heatmap":
+        assert hue is not None, "kind=heatmap needs hue (parse_plot checks it)"
         return _heatmap(data, x, y, hue, title)
     fig, ax = subplots(figsize=(6.0, 4.2))
     groups = [(None, data)] if hue is None else list(data.groupby(hue, sort=True))

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import torch
 from tqdm.auto import tqdm
@@ -69,6 +70,7 @@ class Replicas(tuple):
     """
 
     labels: tuple[str, ...]
+    values: list[Any] | None
 
     def __new__(cls, seeds, labels=None, values=None):
         self = super().__new__(cls, (int(s) for s in seeds))

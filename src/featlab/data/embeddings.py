@@ -56,7 +56,7 @@ def load_embeddings(path: str, labels_file: str | None = None):
             if "split" in df:
                 split = (df["split"].astype(str) == "test").to_numpy()
             if "embedding" in df:
-                z = np.stack(df["embedding"].to_numpy())
+                z = np.stack(list(df["embedding"].to_numpy()))
             else:
                 z = df[[c for c in df.columns if c not in ("label", "split")]].to_numpy()
         else:

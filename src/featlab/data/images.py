@@ -187,7 +187,7 @@ def _load_idx(spec: IdxSpec, root: Path) -> ImageData:
     got = {stem: _idx_file(spec, folder, stem) for stem in _IDX_FILES}  # stem -> (bytes or None, status)
     if bad := [status for blob, status in got.values() if blob is None]:
         raise DataError(f"{spec.name}: {'; '.join(bad)} in {folder}; {where_to_get(spec, root)}")
-    arr = {s: parse_idx(got[s][0], f"{folder / s}") for s in _IDX_FILES}
+    arr = {s: parse_idx(blob, f"{folder / s}") for s, (blob, _) in got.items() if blob is not None}
     xtr, ytr, xte, yte = (arr[s] for s in _IDX_FILES)
     for x, y, split in ((xtr, ytr, "train"), (xte, yte, "t10k")):
         if x.ndim != 3 or y.ndim != 1 or len(x) != len(y):
@@ -247,8 +247,8 @@ def _cifar_blobs(spec: CifarSpec, root: Path) -> tuple[dict[str, bytes], str]:
         with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tf:
             for m in tf.getmembers():
                 base = m.name.rsplit("/", 1)[-1]
-                if m.isfile() and m.name == f"{spec.folder}/{base}" and base in names:
-                    blobs[base] = tf.extractfile(m).read()
+                if m.isfile() and m.name == f"{spec.folder}/{base}" and base in names and (f := tf.extractfile(m)):
+                    blobs[base] = f.read()
         missing = [n for n in names if n not in blobs]
         bad = [n for n in names if n in blobs and md5_bytes(blobs[n]) != names[n]]
         if missing or bad:
@@ -319,8 +319,8 @@ def load_images(name: str, root: str | Path = "data") -> ImageData:
         raise DataError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)}")
     if key == "digits":
         return load_digits_split()
-    spec = SPECS[key]
-    return (_load_idx if isinstance(spec, IdxSpec) else _load_cifar)(spec, Path(root).expanduser())
+    spec, folder = SPECS[key], Path(root).expanduser()
+    return _load_idx(spec, folder) if isinstance(spec, IdxSpec) else _load_cifar(spec, folder)
 
 
 # ------------------------------------------------------------------------------------------ featlab data check

@@ -25,6 +25,7 @@ def _int_pow(u: torch.Tensor, e: float) -> torch.Tensor:
         e >>= 1
         if e:
             base = base * base
+    assert out is not None  # 1 <= e: at least one bit set
     return out
 
 
@@ -55,7 +56,8 @@ def smoothed_relu(z: torch.Tensor, alpha: float, rho: float) -> torch.Tensor:
 def smoothed_relu_grad(z: torch.Tensor, alpha: float, rho: float) -> torch.Tensor:
     """ReLU~'(z) = 0 / (z/ρ)^{α−1} / 1 (closed form, for checks)."""
     zc = z.clamp(min=0)
-    return torch.where(z <= 0, torch.zeros_like(z), torch.where(zc < rho, (zc / rho) ** (alpha - 1), torch.ones_like(z)))
+    return torch.where(z <= 0, torch.zeros_like(z),
+                       torch.where(zc < rho, (zc / rho) ** (alpha - 1), torch.ones_like(z)))
 
 
 class SmoothedReLU:
@@ -86,4 +88,6 @@ def identity(z: torch.Tensor) -> torch.Tensor:
     return z
 
 
-identity.linear = True  # lets the all-pairs losses mix logits instead of pre-activations (φ is linear)
+# lets the all-pairs losses mix logits instead of pre-activations (φ is linear); setattr, as mypy types no
+# attribute of a function
+setattr(identity, "linear", True)  # noqa: B010

@@ -65,6 +65,9 @@ def resnet18(in_channels: int = 3, num_classes: int = 10, width: int = 64) -> Re
 class Normalize(nn.Module):
     """(x − mean)/std per channel inside the model, so attack radii live in [0, 1] pixel space."""
 
+    mean: torch.Tensor  # buffers
+    std: torch.Tensor
+
     def __init__(self, mean, std):
         super().__init__()
         # built on the CPU like the layers' weights; .to(device) moves the buffers with them

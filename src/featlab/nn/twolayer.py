@@ -55,6 +55,8 @@ def relu(z: torch.Tensor) -> torch.Tensor:
 
 
 class EnsembleTwoLayer(nn.Module):
+    A: torch.Tensor  # a buffer: the fixed read-out (M, k)
+
     def __init__(self, W: torch.Tensor, A: torch.Tensor, b: torch.Tensor | None = None,
                  activation: Callable[[torch.Tensor], torch.Tensor] = relu, squeeze: bool | None = None):
         super().__init__()

@@ -6,7 +6,7 @@ Works for replica-batched synthetic inputs (E, n, d) and for image batches (N, C
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
@@ -206,7 +206,7 @@ def _attack_survivors(f, x, y, alive, r, bs, device, event_dims, clip, generator
     return alive.scatter(1, order, alive.gather(1, order) & ~broken)
 
 
-def critical_radius(radii: list[float], acc: torch.Tensor, level: float = 0.5) -> torch.Tensor:
+def critical_radius(radii: Sequence[float], acc: torch.Tensor, level: float = 0.5) -> torch.Tensor:
     """The radius where accuracy (R, E) first falls below ``level``, linearly interpolated: (E,)."""
     r = torch.tensor(radii, dtype=acc.dtype, device=acc.device)
     order = torch.argsort(r)

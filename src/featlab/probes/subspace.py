@@ -175,9 +175,9 @@ def subspace_direction_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: t
     yd = y.to(x.dtype)
     z0 = subspace(lin, x).z0
     Wt = lin.W.detach().to(x.dtype).transpose(1, 2)
-    dirs = [_as_table(u, x) for u in directions()]
+    tables = [_as_table(u, x) for u in directions()]
     dirs = [(table, idx, torch.bmm(table, Wt).gather(1, idx[..., None].expand(-1, -1, Wt.shape[-1])))
-            for table, idx in dirs]  # W u per point: (E, n or 1, M)
+            for table, idx in tables]  # W u per point: (E, n or 1, M)
     order = sorted(range(len(radii)), key=lambda i: radii[i])
     alive = _correct(score(x).to(x.dtype), yd)
     out = torch.empty((len(radii), *alive.shape), dtype=torch.bool, device=alive.device)

@@ -55,10 +55,11 @@ def execute(requests: list[PointRequest], *, executor: str = "local", devices: l
     if todo:
         run_remote = _ray if executor == "ray" else _slurm
         # a worker writes into the driver's --out (absolute) only on a shared file system; else it ships the record
-        sent = [replace(requests[i], out=str(Path(requests[i].out).resolve()) if shared_fs else None) for i in todo]
+        sent = [replace(requests[i], out=str(Path(requests[i].out_dir()).resolve()) if shared_fs else None)
+                for i in todo]
         first = requests[todo[0]]
         shipped = run_remote(sent, [devices[i] for i in todo], cpus, gpus, ray_address=ray_address,
-                             slurm=slurm or {}, log_dir=Path(first.out) / first.experiment_id / "sweeps")
+                             slurm=slurm or {}, log_dir=Path(first.out_dir()) / first.experiment_id / "sweeps")
         for i, row in zip(todo, shipped):
             results[i] = publish_point(row, requests[i])
     return results  # type: ignore[return-value]

@@ -35,6 +35,11 @@ class PointRequest:
     out: str | None  # the driver's --out; None on a worker that ships the record back instead
     force: bool = False  # rerun even when the point's run is complete
 
+    def out_dir(self) -> str:
+        """``out`` where it is set: on the driver, and on a worker that shares its file system."""
+        assert self.out is not None, "a request without --out is only run by a worker, in a temporary folder"
+        return self.out
+
 
 def point_row(rec: RunRecord) -> dict[str, Any]:
     return {"dir": str(rec.dir), "status": rec.status, "skipped": rec.skipped, "metrics": rec.summary["metrics"],
@@ -48,7 +53,7 @@ def failed_row(error: str) -> dict[str, Any]:
 def existing_point(req: PointRequest) -> RunRecord | None:
     """The complete run of this point already in ``req.out``, if any: checked by the driver before sending work."""
     exp, cfg = resolve_config(req.experiment_id, req.preset, overrides=req.overrides)
-    rec = RunWriter(req.out, exp.id, cfg.digest(exp.id)).existing()
+    rec = RunWriter(req.out_dir(), exp.id, cfg.digest(exp.id)).existing()
     if rec is not None:
         rec.skipped = True
     return rec
@@ -61,7 +66,7 @@ def run_point(req: PointRequest, threads: int | None = None) -> dict[str, Any]:
         torch.set_num_threads(max(1, int(threads)))  # what the scheduler granted, not the whole node
     tmp = tempfile.mkdtemp(prefix="featlab-point-") if req.out is None else None
     try:
-        rec = run(req.experiment_id, req.preset, out=tmp or req.out, force=req.force, quiet=True, **req.overrides)
+        rec = run(req.experiment_id, req.preset, out=tmp or req.out_dir(), force=req.force, quiet=True, **req.overrides)
         row = point_row(rec)
         if tmp is not None:
             buf = io.BytesIO()
@@ -81,7 +86,7 @@ def publish_point(row: dict[str, Any], req: PointRequest) -> dict[str, Any]:
     if "tar" not in row:
         return row
     data, run_id = row.pop("tar"), row.pop("run_id")
-    writer = RunWriter(req.out, req.experiment_id, run_id)
+    writer = RunWriter(req.out_dir(), req.experiment_id, run_id)
     with writer.locked():
         writer.recover()
         stage = writer.open()

@@ -22,7 +22,7 @@ from typing import Any
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # the optional module: None where there is no flock
 
 import pandas as pd
 
@@ -155,7 +155,7 @@ def _recover(final: Path) -> None:
     if not _finished(final):
         new = sorted((p for p in mine if ".partial-" in p.name and _finished(p)), key=lambda p: p.stat().st_mtime)
         old = [p for p in mine if ".old-" in p.name and _finished(p)]
-        src = (new or old or [None])[-1]
+        src = (new or old)[-1] if new or old else None
         if src is not None:
             if final.exists():  # an unfinished folder of an older layout: replaced, as publish does
                 shutil.rmtree(final, ignore_errors=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -30,7 +30,7 @@ class EnsembleOptimizer:
         self.params = [p for p in params if p is not None and p.requires_grad]
         self.name, self.momentum, self.wd, self.betas, self.eps = name, momentum, weight_decay, betas, eps
         self.lr = lr
-        self.state = [dict() for _ in self.params]
+        self.state: list[dict[str, torch.Tensor]] = [dict() for _ in self.params]
         self.t = 0
 
     def _lr(self, p: torch.Tensor):
@@ -78,7 +78,7 @@ class TrainResult:
         return pd.DataFrame(self.records, columns=["seed", "step", "metric", "value"])
 
 
-def record(records: list, seeds: list[int], step: int, values: dict[str, torch.Tensor], prefix: str = "") -> None:
+def record(records: list, seeds: Sequence[int], step: int, values: dict[str, torch.Tensor], prefix: str = "") -> None:
     """Append (seed, step, metric, value) rows for every (E,) tensor in ``values`` (one host sync).
 
     With :class:`~featlab.utils.Replicas` seeds, replica i's rows are named ``labels[i] + prefix + metric``.
@@ -94,7 +94,7 @@ def record(records: list, seeds: list[int], step: int, values: dict[str, torch.T
 
 
 def train(params: Iterable[torch.Tensor], loss_fn: Callable[[int], torch.Tensor], steps: int, *,
-          seeds: list[int], optimizer: str = "gd", lr: float | torch.Tensor = 1e-3, momentum: float = 0.0,
+          seeds: Sequence[int], optimizer: str = "gd", lr: float | torch.Tensor = 1e-3, momentum: float = 0.0,
           weight_decay: float = 0.0, probe: Callable[[int], dict[str, torch.Tensor]] | None = None,
           probe_every: int = 10, prefix: str = "", desc: str = "train") -> TrainResult:
     """Run ``steps`` optimisation steps; probe at step 0, every ``probe_every`` steps and at the end.

@@ -95,6 +95,7 @@ class Mixup:
         if self.lam is not None:
             lam = torch.full((size,), float(self.lam), dtype=torch.float64, device="cpu")  # moved by pair()
         else:
+            assert self.alpha is not None  # checked in __init__ when lam is None
             lam = sample_beta(self.alpha, size, self.generator)
         return lam.expand(n).to(dtype)
 

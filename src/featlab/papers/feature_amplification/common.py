@@ -88,9 +88,14 @@ class RFAConfig(RFABase):
 
 
 # ------------------------------------------------------------------------------------------ building blocks
+def _size(cfg: RFABase, name: str, given: int | None) -> int:
+    """``given``, else the config's own field ``name`` (RFAConfig's d or n; the other configs pass it)."""
+    return given or getattr(cfg, name)
+
+
 def make_dist(cfg: RFABase, seeds, etas: list[float], dtype, device: torch.device,
               d: int | None = None) -> XORClusterDistribution:
-    d = d or cfg.d
+    d = _size(cfg, "d", d)
     return XORClusterDistribution.create(seeds, d, cfg.sigma_for(d), etas, law=cfg.law, noise=cfg.noise,
                                          means=cfg.means, dtype=dtype, labels=cfg.labels,
                                          device=device)
@@ -98,7 +103,7 @@ def make_dist(cfg: RFABase, seeds, etas: list[float], dtype, device: torch.devic
 
 def make_net(cfg: RFABase, seeds, dtype, device: torch.device, d: int | None = None) -> EnsembleTwoLayer:
     """eq. (1): f(x; W) = Σ_j a_j φ(<w_j, x>), a_j = ±1/√m fixed, W^{(0)} ~ N(0, ω²I), no bias."""
-    d = d or cfg.d
+    d = _size(cfg, "d", d)
     return EnsembleTwoLayer.init(seeds, d, rfa_readout(cfg.m), sigma_w=cfg.omega_for(d), sigma_b=None,
                                  dtype=dtype, device=device, role="init")
 
@@ -192,7 +197,7 @@ def gd_logspaced(net, tr, steps: int, alpha: float, seeds, probe, per_decade: in
 # ------------------------------------------------------------------------------------------ (A1)–(A7)
 def assumption_notes(ctx, cfg: RFABase, eta: float, n: int | None = None, d: int | None = None) -> dict:
     """Check (A1)–(A7) for the config and print it with ctx.note; returns the check."""
-    n, d = n or cfg.n, d or cfg.d
+    n, d = _size(cfg, "n", n), _size(cfg, "d", d)
     sigma, omega = cfg.sigma_for(d), cfg.omega_for(d)
     C = max(cfg.check_C, 1 / (4 * cfg.alpha**2))
     chk = lemmas.check_assumptions(d, n, cfg.m, sigma, eta, omega, cfg.alpha, cfg.delta, C)

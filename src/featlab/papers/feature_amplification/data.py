@@ -162,5 +162,6 @@ class XORClusterDistribution:
                     flip[idx[u[idx].argsort()[:r]]] = True
             return flip
         if self.noise == "boundary":  # η(x) = 1{|f*(x)| < q_η}: the points closest to f*'s boundary
+            assert self.quantile is not None  # set by create() for this noise model
             return f_star(x[None], self.mu[e : e + 1].double().cpu())[0].abs() < self.quantile[e]
         raise ValueError(self.noise)  # pragma: no cover

@@ -184,7 +184,7 @@ def _fig2_measure(ctx, cfg: Fig2Config, name: str, frame: pd.DataFrame) -> pd.Da
     ctx.metric(f"{name}.test_acc@T", at_T["test_acc"])
     ctx.metric(f"{name}.test_acc@end", last["test_acc"])
     ctx.metric(f"{name}.test_acc@peak", g["test_acc"].max())
-    ctx.metric(f"{name}.peak_step", float(g["test_acc"].idxmax()))
+    ctx.metric(f"{name}.peak_step", float(g["test_acc"].idxmax()))  # type: ignore[arg-type]  # stubs: a label is Hashable
     ctx.metric(f"{name}.clean_test_acc@end", last["clean_test_acc"])
     ctx.metric(f"{name}.train_acc@end", last["train_acc"])
     ctx.metric(f"{name}.train_noisy_fit@end", last["train_noisy_fit"])

@@ -68,6 +68,7 @@ CLAIMS = [
 def _run_d(cfg: RFAPhaseConfig, seeds, d: int, dtype, device):
     """(η, seed) replicas at one d: test error per probed step, and f*'s clean error on the same test points."""
     reps = Replicas.grid(cfg.etas, seeds, label=lambda e: f"d={d}.eta={e:g}.")
+    assert reps.values is not None  # grid() sets them
     dist = make_dist(cfg, reps, reps.values, dtype, device, d=d)
     tr, te = dist.sample(cfg.n, reps, "train"), dist.sample(cfg.n_test, reps, "test")
     net = make_net(cfg, reps, dtype, device, d=d)

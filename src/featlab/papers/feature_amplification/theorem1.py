@@ -97,6 +97,7 @@ class Thm1Run:
 def _train(cfg: Theorem1Config, seeds: list[int], n: int, dtype, device, prefix: str = "") -> Thm1Run:
     """Replicas (η, seed), η-major; replica i's metrics are named ``{prefix}eta={η}.<metric>``."""
     reps = Replicas.grid(cfg.etas, seeds, label=lambda e: f"{prefix}{eta_key(e)}.")
+    assert reps.values is not None  # grid() sets them
     dist = make_dist(cfg, reps, reps.values, dtype, device)
     tr = dist.sample(n, reps, "train")
     te = dist.sample(cfg.n_test, reps, "test")
@@ -130,7 +131,8 @@ def linear_baselines(tr, te) -> dict[str, torch.Tensor]:
     sgn(±(<µ_k, x> − 1/2)) chosen on the training set."""
     from sklearn.linear_model import LogisticRegression
 
-    acc_nb, acc_b = [], []
+    acc_nb: list[float] = []
+    acc_b: list[float] = []
     for e in range(tr.x.shape[0]):
         X, y = tr.x[e].double().cpu().numpy(), tr.y[e].cpu().numpy()
         Xt, yt = te.x[e].double().cpu().numpy(), te.y_clean[e].cpu().numpy()
@@ -184,7 +186,7 @@ def _draw(ctx, cfg: Theorem1Config, per_eta, n_rows, base, orc, n_seeds: int) ->
                "thm1_test_error")
 
 
-def _judge(ctx, cfg: Theorem1Config, per_eta, orc: float, n_seeds: int) -> None:
+def _judge(ctx, cfg: Theorem1Config, per_eta, orc: float | None, n_seeds: int) -> None:
     m = ctx.metrics
     E = len(cfg.etas) * n_seeds
     frac = ctx.metric("pattern_exact_fraction", torch.cat([per_eta[e]["pattern_exact"] for e in cfg.etas]))

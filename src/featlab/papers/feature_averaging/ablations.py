@@ -52,9 +52,10 @@ LABEL = {"n": "n", "eta": "η", "sigma_w": "σ_w = σ_b", "alpha": "SNR α/σ", 
 # η that is 0.3, the smallest η measured to break averaging at T = 100 (0.01, the paper's, does not: see above).
 UNTRAINED = ("untrained", {"T": 0}, "T = 0: the binary nets at their random init, same data and measurements")
 REVERSED = "the values in reverse order: the value judged as the largest is the smallest, where averaging holds"
-CONTROLS = {"fa-ablation-n": UNTRAINED, "fa-ablation-snr": UNTRAINED, "fa-ablation-cosine": UNTRAINED,
-            "fa-ablation-lr": ("reversed", {"values": [1e-4, 1e-3, 0.3]}, REVERSED + "; η = 0.3 stands for the large value"),
-            "fa-ablation-init": ("reversed", {"values": [1e-5, 1e-4, 1e-3]}, REVERSED)}
+CONTROLS: dict[str, tuple[str, dict[str, Any], str]] = {  # experiment → Control(name, overrides, why)
+    "fa-ablation-n": UNTRAINED, "fa-ablation-snr": UNTRAINED, "fa-ablation-cosine": UNTRAINED,
+    "fa-ablation-lr": ("reversed", {"values": [1e-4, 1e-3, 0.3]}, REVERSED + "; η = 0.3 stands for the large value"),
+    "fa-ablation-init": ("reversed", {"values": [1e-5, 1e-4, 1e-3]}, REVERSED)}
 WHY = (f"fidelity = smallest in-class cos(μ_j, w_{{s,r}}) / that of Σ_{{J_s}}μ_j; ≥ {FIDELITY}: every neuron keeps "
        f"{FIDELITY:.0%} of the averaging alignment with every cluster of its class (the uniform blocks of Figs 5–9)")
 

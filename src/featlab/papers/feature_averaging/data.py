@@ -103,7 +103,8 @@ class MultiClusterDistribution:
             g = generator(s, role)
             # drawn on the CPU stream (the same numbers on every device), then moved to the centres' device
             j = torch.randint(self.k, (n,), generator=g, device="cpu").to(self.mu.device)
-            xi = torch.randn(n, self.d, generator=g, dtype=torch.float64, device="cpu").to(self.mu.device, self.mu.dtype)
+            xi = (torch.randn(n, self.d, generator=g, dtype=torch.float64, device="cpu")
+                  .to(self.mu.device, self.mu.dtype))
             xs.append(self.alpha * self.mu[e, j] + self.sigma * xi)  # Def 3.1 / Remark A.5
             cs.append(j)
             ys.append(self.signs[j])

@@ -18,7 +18,7 @@ Decisions where the paper is silent (each is a config field; see docs/image-benc
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -122,8 +122,8 @@ def run_fa_resnet(ctx) -> None:
     with torch_threads(cfg.cpu_threads), run_checkpoints(ctx) as ck:
         data = load_run_data(ctx)
         pos_mask = _positive_mask(ctx, data.num_classes)
-        masks = {"binary": [], "multiclass": []}
-        clean = {k: [] for k in ("binary", "multiclass", "multiclass_kclass", "binary_balanced",
+        masks: dict[str, list[torch.Tensor]] = {"binary": [], "multiclass": []}
+        clean: dict[str, list[float]] = {k: [] for k in ("binary", "multiclass", "multiclass_kclass", "binary_balanced",
                                  "multiclass_balanced")}
         for seed in ctx.seeds:
             model, last = _train(ctx, data, pos_mask, "binary", seed, ck)
@@ -138,8 +138,9 @@ def run_fa_resnet(ctx) -> None:
             clean["multiclass"].append(last["test_acc"])
             clean["multiclass_balanced"].append(last["test_acc_balanced"])
             clean["multiclass_kclass"].append(math.nan if coarse else last["test_acc_kclass"])
-            masks["multiclass"].append(dm.measure_robustness(ctx, model, data, pos_mask, "multiclass", seed,
-                                                             torch.tensor([False, True], device="cpu") if coarse else None))
+            masks["multiclass"].append(dm.measure_robustness(
+                ctx, model, data, pos_mask, "multiclass", seed,
+                torch.tensor([False, True], device="cpu") if coarse else None))
         curves = dm.summarise(ctx, masks, clean)
         _draw(ctx, curves, data.num_classes)
         if cfg.smoke:
@@ -231,7 +232,8 @@ def _draw(ctx, curves: dict[str, dict[str, torch.Tensor]], k: int) -> None:
                      [7, 8, 6, 9, 6, 10, 10]))
     name = {"digits": "8×8 digits, small CNN", "mnist": "MNIST, ResNet-18", "cifar10": "CIFAR-10, ResNet-18"}
     lines = []
-    for h, color, lab in (("binary", plotting.RED, "2-class labels"), ("multiclass", plotting.BLUE, f"{k}-class labels")):
+    for h, color, lab in (("binary", plotting.RED, "2-class labels"),
+                          ("multiclass", plotting.BLUE, f"{k}-class labels")):
         lines.append(dict(label=f"{lab} (PGD)", mean=A[h].mean(0), std=A[h].std(0, correction=0), color=color,
                           paper=(paper[0], paper[2 if h == "binary" else 1]) if paper else None))
         lines.append(dict(label=f"{lab}, points both classify correctly", mean=S[h].mean(0), style="--",
@@ -245,12 +247,14 @@ def _draw(ctx, curves: dict[str, dict[str, torch.Tensor]], k: int) -> None:
 FA_REF = "Fig 3 middle/right (§6.2)"
 DIGITS_RADII = [round(0.05 * i, 2) for i in range(21)]  # 8×8 digits have 64 pixels (MNIST 784): a finer grid
 FA_SUMMARY = "ResNet trained on 10-class labels is more ℓ2-robust (binary read-out) than on 2-class labels"
-FA_MNIST = {"dataset": "mnist", "model": "resnet18", "width": 64, "seeds": 1, "epochs": 100, "batch_size": 128,
-            "optimizer": "sgd", "lr": 1e-3, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "none",
-            "radii": [round(0.1 * i, 2) for i in range(21)]}
-FA_CIFAR = {"dataset": "cifar10", "model": "resnet18", "width": 64, "seeds": 1, "epochs": 200, "batch_size": 128,
-            "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "cosine",
-            "augment": True, "radii": [round(0.08 * i, 2) for i in range(11)]}
+FA_MNIST: dict[str, Any] = {
+    "dataset": "mnist", "model": "resnet18", "width": 64, "seeds": 1, "epochs": 100, "batch_size": 128,
+    "optimizer": "sgd", "lr": 1e-3, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "none",
+    "radii": [round(0.1 * i, 2) for i in range(21)]}
+FA_CIFAR: dict[str, Any] = {
+    "dataset": "cifar10", "model": "resnet18", "width": 64, "seeds": 1, "epochs": 200, "batch_size": 128,
+    "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "cosine",
+    "augment": True, "radii": [round(0.08 * i, 2) for i in range(11)]}
 COARSE = Control("coarse-labels", {"kclass_labels": "coarse", "seeds": 1},
                  "the k-class arm gets no fine-grained information: trained on the 2-class labels it is the 2-class "
                  "arm's training (same seed), read out and attacked through the k-class path; the two arms coincide, "

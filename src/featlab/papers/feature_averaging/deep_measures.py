@@ -86,7 +86,7 @@ def balanced_accuracy(pred_pos: torch.Tensor, y_pos: torch.Tensor) -> float:
     return 0.5 * ((pred_pos[y_pos]).double().mean().item() + (~pred_pos[~y_pos]).double().mean().item())
 
 
-def summarise(ctx, masks: dict[str, list[torch.Tensor]], clean: dict) -> dict[str, torch.Tensor]:
+def summarise(ctx, masks: dict[str, list[torch.Tensor]], clean: dict) -> dict[str, dict[str, torch.Tensor]]:
     """Metrics of both arms; returns the plain curves ``A[h]`` and the curves on the points both models classify
     correctly ``S[h]``, each (seeds, R)."""
     heads = list(masks)

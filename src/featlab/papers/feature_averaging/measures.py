@@ -25,7 +25,8 @@ def equivalent_weights(W: torch.Tensor, k: int) -> torch.Tensor:
 def in_class_mask(positive: torch.Tensor, m_pos: int, m_neg: int) -> torch.Tensor:
     """(k, 2m) mask of the entries (μ_j, w_{s,r}) with j ∈ J_s: positive neurons first, as in the paper."""
     dev = positive.device
-    neuron_pos = torch.cat([torch.ones(m_pos, dtype=torch.bool, device=dev), torch.zeros(m_neg, dtype=torch.bool, device=dev)])
+    neuron_pos = torch.cat([torch.ones(m_pos, dtype=torch.bool, device=dev),
+                            torch.zeros(m_neg, dtype=torch.bool, device=dev)])
     return positive[:, None] == neuron_pos[None, :]
 
 

@@ -22,12 +22,14 @@ import math
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from pydantic import Field
 
 from ...nn.twolayer import binary_readout, sign_prediction
 from ...probes.robustness import critical_radius, worst_case
 from ...runs.claims import AtMost, Claim, Control, Within
 from ...runs.registry import experiment
+from ...train.loop import TrainResult
 from ...utils import generator, torch_threads
 from . import attacks, measures
 from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
@@ -74,7 +76,8 @@ def _critical(cfg: FAPhaseConfig, seeds, dist, te, net, positive, radii: list[fl
     return critical_radius(radii, acc)
 
 
-def _measure(cfg: FAPhaseConfig, seeds, k: int, d: int, dtype, device) -> dict[str, float]:
+def _measure(cfg: FAPhaseConfig, seeds, k: int, d: int, dtype,
+             device) -> tuple[dict[str, float], tuple[TrainResult, TrainResult]]:
     sub = _cell(cfg, k, d)
     dist, tr, te = make_data(sub, seeds, dtype, device)
     bnet, bres = fit_binary(sub, seeds, dist, tr)
@@ -98,7 +101,7 @@ def _measure(cfg: FAPhaseConfig, seeds, k: int, d: int, dtype, device) -> dict[s
     return out, (bres, kres)
 
 
-def loglog_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
+def loglog_fit(x: ArrayLike, y: ArrayLike) -> tuple[float, float, float, float]:
     """Slope, intercept and the slope's 95 % t-interval of log y on log x; NaN when any y is not a positive
     finite number or fewer than 3 points (no interval)."""
     x, y = np.asarray(x, float), np.asarray(y, float)

@@ -175,8 +175,10 @@ def _robustness(cfg: FASyntheticConfig, seeds, dist, te, bnet, knet):
     bar.close()
     worst = {net: worst_case(mk) for net, mk in masks.items()}
     dt = te.x.dtype
+    curves: dict[str, tuple[torch.Tensor, torch.Tensor]]  # per attack, then "worst"
     curves = {a: (masks["binary"][a].to(dt).mean(-1), masks["multiclass"][a].to(dt).mean(-1)) for a in cfg.attacks}
     curves["worst"] = (worst["binary"].to(dt).mean(-1), worst["multiclass"].to(dt).mean(-1))
+    conv: dict[str, torch.Tensor | float]
     conv = {f"{net}.certified_radius_median": c.median(-1).values for net, c in cert.items()}
     if cfg.convergence_check:
         pgd.update(progress=None)

@@ -20,6 +20,7 @@ Open decisions of Def 4.1 ("via any method") are constructor arguments, each a c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import overload
 
 import torch
 
@@ -27,6 +28,10 @@ from ...data.base import Batch
 from ...utils import cpu_draws, generator, per_replica
 
 
+@overload
+def feature_index(y: torch.Tensor, ell: int) -> torch.Tensor: ...
+@overload
+def feature_index(y: int, ell: int) -> int: ...
 def feature_index(y: torch.Tensor | int, ell: int) -> torch.Tensor | int:
     """Coordinate of v_{y,ℓ} (ℓ ∈ {1, 2})."""
     return 2 * y + (ell - 1)

@@ -41,7 +41,7 @@ def feature_test(model, dist, test, threshold: float = 0.9, embed_fn=None) -> tu
     ``test``: a class-balanced Batch in feature coordinates; ``embed_fn`` maps coordinates to the model's inputs
     (identity for the reduced simulation)."""
     k = dist.k
-    acc = []
+    accs = []
     for ell in (1, 2):
         xs, mult = compress_patches(dist.single_view(test.x, test.y, ell))
         logits = patch_logits(model, xs if embed_fn is None else embed_fn(xs), mult)  # (E, n, k)
@@ -50,8 +50,8 @@ def feature_test(model, dist, test, threshold: float = 0.9, embed_fn=None) -> tu
         ok = (gy > rival).to(logits.dtype)  # strict: ties are failures
         per_class = ok.new_zeros(ok.shape[0], k).scatter_add_(1, test.y, ok)
         count = torch.zeros_like(per_class).scatter_add_(1, test.y, torch.ones_like(ok))
-        acc.append(per_class / count.clamp(min=1))
-    acc = torch.stack(acc, -1)
+        accs.append(per_class / count.clamp(min=1))
+    acc = torch.stack(accs, -1)
     return acc >= threshold, acc
 
 

@@ -9,7 +9,7 @@ whose labels name the grid value in metrics.parquet (``scale=…``, ``k=….C=�
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
@@ -185,6 +185,7 @@ def lagging_gradients(cfg: LinearConfig, kk: int, seed: int, dtype,
     for name, method in (("grad_mm", cfg.prop34_loss), ("grad_erm", "erm")):
         net = linear_model(diagonal_weights(c1, c2, kk), kk)
         losses[method](net).sum().backward()
+        assert net.W.grad is not None
         g = -net.W.grad.detach()  # g[:, y, f] = <−∇_{w_y} J, v_f>
         ar = torch.arange(kk, device=g.device)
         lag = g[:, ar, 2 * ar + 1]  # (E, k): <−∇_{w_y} J, v_{y,2}> for every y
@@ -203,7 +204,7 @@ def _measure_gaps(ctx, cfg: LinearConfig, rows: list) -> dict:
         record(rows, reps, 0, {n: v for n, v in out.items() if v.dim() == 1})
         per_seed.append(out)
     gaps = {n: torch.stack([o[n] for o in per_seed]) for n in per_seed[0]}  # (seeds, G) or (seeds,)
-    m = {"gaps": gaps, "gap_min": {}}
+    m: dict[str, Any] = {"gaps": gaps, "gap_min": {}}
     ctx.metric("lemma32.gap_equal_at_max_scale", gaps["lemma32.gap_equal"][:, -1].max())  # Eq. 3.3 (a test)
     ctx.metric("lemma32.gap_unequal_at_max_scale", gaps["lemma32.gap_unequal"][:, -1].min())
     m["lemma32_unequal"] = ctx.metric("lemma32.gap_unequal_min_over_scales", gaps["lemma32.gap_unequal"].min())
@@ -260,10 +261,12 @@ def _judge(ctx, m: dict) -> None:
 def _draw(ctx, cfg: LinearConfig, m: dict) -> None:
     gaps, gap_min = m["gaps"], m["gap_min"]
     fig = plots_mm.lines(np.asarray(cfg.scales),
-                         [(gaps["lemma32.gap_equal"][0].cpu().numpy().clip(1e-16), "equal correlations (Lemma 3.2)", "o-"),
-                          (gaps["lemma32.gap_unequal"][0].cpu().numpy().clip(1e-16), f"unequal (1 ± {cfg.unequal:g})", "s--")]
-                         + [(gaps[f"a={a:g}.prop33_gap"][0].cpu().numpy().clip(1e-16), f"Beta({a:g},{a:g}) Mixup, equal "
-                             "corr.", "-") for a in gap_min],
+                         [(gaps["lemma32.gap_equal"][0].cpu().numpy().clip(1e-16),
+                           "equal correlations (Lemma 3.2)", "o-"),
+                          (gaps["lemma32.gap_unequal"][0].cpu().numpy().clip(1e-16),
+                           f"unequal (1 ± {cfg.unequal:g})", "s--")]
+                         + [(gaps[f"a={a:g}.prop33_gap"][0].cpu().numpy().clip(1e-16),
+                             f"Beta({a:g},{a:g}) Mixup, equal corr.", "-") for a in gap_min],
                          "scale γ of g", "J(γg) − inf J", f"Lemma 3.2 / Prop 3.3 (k={cfg.k}, N={cfg.N})", logy=True)
     fig.axes[0].set_xscale("log")
     ctx.figure(fig, "lemma32_prop33_gaps")
@@ -281,7 +284,8 @@ def _draw(ctx, cfg: LinearConfig, m: dict) -> None:
                    "prop34_35_gradients")
     finite = [a for a in gap_min if math.isfinite(a)]
     if finite:
-        fig = plots_mm.lines(np.asarray(finite), [(np.asarray([gap_min[a] for a in finite]), "min_γ gap (measured)", "o-"),
+        fig = plots_mm.lines(np.asarray(finite),
+                             [(np.asarray([gap_min[a] for a in finite]), "min_γ gap (measured)", "o-"),
                              (np.asarray([beta_entropy(a) for a in finite]), "inf J_M per cross pair: ψ(2a+1) − ψ(a+1)",
                               "s--")], "Beta parameter a", "loss", "Prop 3.3: gap above the infimum vs the closed form",
                              logy=True)
@@ -308,7 +312,7 @@ def _draw(ctx, cfg: LinearConfig, m: dict) -> None:
           "grad_points_per_class": 3, "grad_C": [1, 2], "starve_C": 2})
 def mm_linear(ctx) -> None:
     """Under a control, the parts whose claims it does not target are skipped (Prop 3.3's quadrature costs most)."""
-    rows = []
+    rows: list[tuple] = []
     m = _measure_gaps(ctx, ctx.cfg, rows)
     if ctx.judges("mm.prop34_lower", "mm.starvation"):
         m.update(_measure_gradients(ctx, ctx.cfg, rows))

@@ -7,7 +7,8 @@ the (E,) per-replica losses.
 The first layer is linear, so the pre-activations of a mixed point z_ij(λ) = λx_i + (1 − λ)x_j are
 λH_i + (1 − λ)H_j with H = Wx (+ b: λ + (1 − λ) = 1). The all-pairs losses therefore never materialise the N²
 mixed inputs: they combine the N endpoints' pre-activations over blocks of the pair grid with a hand-written
-gradient (:mod:`.pairs`), so memory is bounded by a block. ``mult`` (P,) weights patches that :func:`.data.compress_patches` merged.
+gradient (:mod:`.pairs`), so memory is bounded by a block. ``mult`` (P,) weights patches that
+:func:`.data.compress_patches` merged.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Decisions where the paper is silent are config fields (see their descriptions an
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -32,7 +32,7 @@ from .data import MultiViewDistribution, compress_patches, embed, orthonormal_fe
 from .learned_features import correlation_stats, correlations, feature_test, learned_counts, train_accuracy
 from .losses import erm_loss, midpoint_all_pairs_loss, mixup_all_pairs_loss, mixup_sampled_loss
 
-METHODS = ("erm", "midpoint", "mixup")
+METHODS: tuple[Literal["erm", "midpoint", "mixup"], ...] = ("erm", "midpoint", "mixup")
 
 
 class MultiViewConfig(ExperimentConfig):
@@ -135,8 +135,10 @@ EXACT = {"erm": ("thm46", lambda share: share[:, 1] >= 0.7), "midpoint": ("thm47
 
 
 def _data(cfg: MultiViewConfig, seeds, device=None):
-    dist = MultiViewDistribution(cfg.k, cfg.P, cfg.C_P, cfg.delta1, cfg.delta2, cfg.delta3, cfg.delta4, cfg.Q,
-                                 cfg.positions, cfg.bijection, cfg.beta_law, cfg.noise_classes, cfg.gamma_law)
+    dist = MultiViewDistribution.create(
+        list(seeds), cfg.k, cfg.P, C_P=cfg.C_P, delta1=cfg.delta1, delta2=cfg.delta2, delta3=cfg.delta3,
+        delta4=cfg.delta4, Q=cfg.Q, positions=cfg.positions, bijection=cfg.bijection, beta_law=cfg.beta_law,
+        noise_classes=cfg.noise_classes, gamma_law=cfg.gamma_law)
     return dist, dist.sample(cfg.N, seeds, "train", device=device), dist.sample_balanced(
         cfg.n_test_per_class, seeds, "test", device=device)
 
@@ -164,13 +166,14 @@ def make_loss(method: str, cfg, net, x, y, mult, seeds):
 
     def sampled(step):
         partner = random_pairing(N, generator=gens, independent=True)  # (E, N): one uniform partner per point
-        lam = (torch.full((len(seeds), 1), 0.5, device=x.device) if method == "midpoint" else sample_beta(cfg.mixup_a, 1, gens))
+        lam = (torch.full((len(seeds), 1), 0.5, device=x.device) if method == "midpoint"
+               else sample_beta(cfg.mixup_a, 1, gens))
         return mixup_sampled_loss(net, x, y, partner, lam, mult)
 
     return sampled
 
 
-def _state(net, cfg, dist, te, x, y, mult, V, emb) -> dict[str, torch.Tensor]:
+def _state(net, cfg, dist, te, x, y, mult, V, emb) -> dict[str, Any]:
     """Def 4.5 per class and feature, the correlation statistics (App. B) and the train accuracy of ``net``."""
     with torch.no_grad():
         learned, _ = feature_test(net, dist, te, cfg.learned_threshold, None if V is None else emb)

@@ -82,8 +82,10 @@ def _batched(sub: MultiViewConfig, cfg: MMPhaseConfig, k: int, seeds, dtype, dev
     trs, tes = [], []
     for dl in _levels(cfg, k):
         group = [s for g_dl, _, s in grid if g_dl == dl]
-        dist = MultiViewDistribution(k, sub.P, sub.C_P, sub.delta1, sub.delta2, dl, dl, sub.Q, sub.positions,
-                                     sub.bijection, sub.beta_law, sub.noise_classes, sub.gamma_law)
+        dist = MultiViewDistribution.create(
+            group, k, sub.P, C_P=sub.C_P, delta1=sub.delta1, delta2=sub.delta2, delta3=dl, delta4=dl, Q=sub.Q,
+            positions=sub.positions, bijection=sub.bijection, beta_law=sub.beta_law, noise_classes=sub.noise_classes,
+            gamma_law=sub.gamma_law)
         trs.append(dist.sample(sub.N, group, "train", device=device))
         tes.append(dist.sample_balanced(sub.n_test_per_class, group, "test", device=device))
     cat = lambda bs: type(bs[0])(torch.cat([b.x for b in bs]).to(dtype), torch.cat([b.y for b in bs]),
@@ -95,6 +97,7 @@ def _fit(method: str, sub: MultiViewConfig, reps: Replicas, dtype, dist, tr, te)
     """One method on every replica of one k; the init is N(0, I/d_i) per replica (Def 4.2)."""
     xc, mult = compress_patches(tr.x)  # exact: noise patches coincide whatever δ3
     net = patch_cnn(sub.model_copy(update={"d": 1}), reps, dtype, 2 * sub.k, xc.device)  # N(0, 1) draws …
+    assert reps.values is not None  # (k, d) per replica, from Replicas.grid
     scale = torch.tensor([d ** -0.5 for _, d in reps.values], dtype=dtype, device=net.W.device)
     with torch.no_grad():  # … scaled per replica to N(0, 1/d_i)
         net.W.mul_(scale[:, None, None])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ...plotting import Figure, subplots
@@ -20,7 +22,8 @@ def learned_counts(counts: dict[str, np.ndarray], seeds: list[int], k: int, titl
         c = counts[meth]  # (E, 3)
         bottom = np.zeros(len(seeds))
         for j in range(3):
-            ax.bar(range(len(seeds)), c[:, j], bottom=bottom, color=colors[j], label=f"{j} feature{'s' if j != 1 else ''}")
+            ax.bar(range(len(seeds)), c[:, j], bottom=bottom, color=colors[j],
+                   label=f"{j} feature{'s' if j != 1 else ''}")
             bottom += c[:, j]
         ax.set_xticks(range(len(seeds)), [str(s) for s in seeds], fontsize=8)
         ax.set_xlabel("seed")
@@ -78,7 +81,7 @@ def frac_both_curves(steps: dict[str, np.ndarray], frac: dict[str, np.ndarray], 
 
 
 def lines(x: np.ndarray, ys: list[tuple[np.ndarray, str, str]], xlabel: str, ylabel: str, title: str,
-          logy: bool = False, hlines: list[tuple[float, str]] = ()) -> Figure:
+          logy: bool = False, hlines: Sequence[tuple[float, str]] = ()) -> Figure:
     fig, ax = subplots(figsize=(5.6, 3.8))
     for y, label, style in ys:
         ax.plot(x, y, style, label=label, lw=1.6, ms=4)

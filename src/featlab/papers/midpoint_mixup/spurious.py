@@ -39,7 +39,7 @@ from .spurious_data import SpuriousChannels
 
 # Midpoint Mixup Table 1: final test error (%) mean over 5 runs, ± 1 std (pp) as printed; Table 1 prints no ± for
 # Uniform Mixup on FMNIST (None: unknown, shown as "± ?").
-PAPER_TABLE1 = {
+PAPER_TABLE1: dict[str, dict[str, tuple[float, float | None]]] = {
     "fashionmnist": {"mixup": (9.66, None), "midpoint": (14.84, 1.0), "erm": (16.55, 2.0)},
     "cifar10": {"mixup": (18.52, 1.0), "midpoint": (22.29, 2.0), "erm": (27.77, 2.0)},
     "cifar100": {"mixup": (53.42, 1.0), "midpoint": (53.61, 2.0), "erm": (69.28, 2.0)},
@@ -68,7 +68,8 @@ class MMSpuriousConfig(ImageTrainFields):
 
 # ------------------------------------------------------------------------------------------ claims
 BELOW_ERM = [Claim(f"mm.{m}_below_erm", f"{METHOD_LABEL[m]} ends below ERM's test error on spurious-channel "
-                   "{dataset} (final test error, %)", "Table 1, §5", AtMost(hi=1, of="ERM's final test error (%)", strict=True),
+                   "{dataset} (final test error, %)", "Table 1, §5",
+                   AtMost(hi=1, of="ERM's final test error (%)", strict=True),
                    why="Table 1: both Mixups end below ERM on all three datasets (gaps 1.7–16 pp); the claim is the "
                        "ordering, so the bound is ERM's own error in the same run")
              for m in ("mixup", "midpoint")]
