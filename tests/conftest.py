@@ -1,4 +1,7 @@
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,3 +26,31 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(old)
+
+
+def pytest_configure(config):
+    """Start the pin check's index queries (tests/test_install.py) with the session, once, in the process that
+    starts the workers: they wait on the network while the CPU-bound tests run. Not when network tests are
+    deselected."""
+    if hasattr(config, "workerinput") or "not network" in (config.getoption("markexpr") or ""):
+        return
+    named = [Path(a.split("::")[0]) for a in config.args]
+    if named and all(p.suffix == ".py" and p.name != "test_install.py" for p in named):
+        return  # only other test files were asked for
+    from test_install import PIN_CHECK_DIR, start_resolutions
+
+    where = Path(tempfile.mkdtemp(prefix="featlab-pins-"))
+    config.stash[_PINS] = (where, start_resolutions(where))
+    os.environ[PIN_CHECK_DIR] = str(where)  # the workers, started after this, inherit it
+
+
+def pytest_unconfigure(config):
+    where, procs = config.stash.get(_PINS, (None, []))
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    if where is not None:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+_PINS = pytest.StashKey[tuple]()
