@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
+from ..errors import ConfigError
 from ..report.tables import claims_markdown, declared_claims_rows
 from ..runs.registry import Experiment, get_experiment, list_experiments, paper_results, papers
+from ..runs.threshold_log import changelog_markdown, load_log
 from ..text import fmt_value, table
 from .options import dump_json
 
@@ -19,6 +22,12 @@ def register(sub) -> None:
     c = sub.add_parser("claims", help="every claim an experiment judges: statement, source, threshold and why")
     c.add_argument("id", nargs="?", help="one experiment (default: all)")
     c.add_argument("--markdown", action="store_true", help="print docs/claims.md instead of a table")
+    c.add_argument("--json", action="store_true", help="every claim as data: statement, source, threshold (kind, "
+                   "bounds, unit), why, and the controls that target it")
+    c.add_argument("--changelog", action="store_true", help="print docs/claims-changelog.md: every threshold change "
+                   "recorded in docs/thresholds.json")
+    c.add_argument("--log", default="docs/thresholds.json", metavar="FILE",
+                   help="the threshold log --changelog reads (default docs/thresholds.json)")
     c.set_defaults(handler=cmd_claims)
 
     g = sub.add_parser("config", help="every config field of an experiment: type, default, preset value, description")
@@ -42,6 +51,18 @@ def cmd_list(a: argparse.Namespace) -> int:
 
 def cmd_claims(a: argparse.Namespace) -> int:
     exps = [get_experiment(a.id)] if a.id else list_experiments()
+    if a.json:
+        dump_json([{"experiment": e.id, "id": c.id, "statement": c.statement, "source": c.source,
+                    "threshold": c.threshold.to_dict(), "why": c.why,
+                    "controls": [{"name": k.name, "overrides": k.overrides, "why": k.why}
+                                 for k in e.controls if c.id in k.targets(e.claims)]}
+                   for e in exps for c in e.claims])
+        return 0
+    if a.changelog:
+        if not Path(a.log).is_file():
+            raise ConfigError(f"--log: no threshold log {a.log!r}; pass the path of docs/thresholds.json")
+        print(changelog_markdown(load_log(a.log)), end="")
+        return 0
     if a.markdown:
         print(claims_markdown(exps, papers(), {k: paper_results(k) for k in papers()}))
         return 0

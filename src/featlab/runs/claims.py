@@ -11,7 +11,7 @@ its value at run time: ``ctx.claim("fa.binary_breaks", r_crit, scale=(d / k) ** 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 
@@ -55,6 +55,11 @@ class Threshold:
     def text(self, scale: float | None = None) -> str:
         """The declared form (``scale=None``: '>= 0.99', 'in [0.6, 1.4]·√(d/k)') or the run's numbers."""
         raise NotImplementedError  # pragma: no cover - abstract
+
+    def to_dict(self) -> dict[str, Any]:
+        """The threshold as data: its kind, its declared text and every field (``lo``, ``hi``, ``centre``, ``tol``,
+        ``of``, ``strict``), for ``featlab claims --json`` and docs/thresholds.json."""
+        return {"kind": type(self).__name__, "text": self.text(), **asdict(self)}
 
 
 @dataclass(frozen=True)
