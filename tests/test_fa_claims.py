@@ -32,13 +32,17 @@ def test_fa_synthetic_quick_claims_hold(out):
     assert m["binary.robust_acc@22"] <= m["binary.robust_acc@20"] <= 0.05
     assert m["binary.convergence_change"] < 0.01 and m["multiclass.convergence_change"] < 0.01
     assert len(res.figures) == 2
+    assert m["binary.thm46_estimate"] <= m["binary.thm46_bound"] + 1e-9  # the ascent's lower estimate ≤ the sound U
 
 
 @pytest.mark.parametrize("exp, preset, extra", [
     ("fa-ablation-init", "quick", {}),
     ("fa-ablation-lr", "extended", {}),
     ("fa-ablation-snr", "quick", {"seeds": 1}),
-    ("fa-ablation-cosine", "quick", {"seeds": 1}),
+    pytest.param("fa-ablation-cosine", "quick", {"seeds": 1}, marks=pytest.mark.xfail(strict=True, reason=(
+        "Fig 9 at cos(μ_i, μ_j) = 0.09: in-class fidelity 0.86 passes, but the off-class coefficients are −0.35× the "
+        "in-class ones (bar 0.25): the net drops the shared component that Σ_{J_s}μ_j keeps (off-class |cos| ≤ "
+        "0.01, residual 0.36); margin 0.71 < 1 (quick, 2 seeds). See docs/feature-averaging.md"))),
     ("fa-ablation-n", "quick", {"values": [1000, 10000]}),
 ])
 def test_ablation_claims_hold(out, exp, preset, extra):

@@ -52,6 +52,9 @@ def _fails(reason):
 KNOWN = {
     "mm.starvation": _fails("at Δ_y = 8 log k (k = 20) ERM's lagging gradient is 1.58× Midpoint's for the worst class "
                             "(class mean 0.54×): the bounds k^{1−0.8} and 1/k² do not separate before C = 30"),
+    "mm.offdiag_b18": _fails("Cor B.18 at quick (first seed): Midpoint Mixup's off-diagonal correlations reach the "
+                             "diagonals' order, k·max off-diagonal / max diagonal = 5.70 for the worst class (≤ 1 "
+                             "stated; uniform Mixup 14.3, ERM 0.004)"),
     "mm.midpoint_below_erm": _fails("8×8 digits, small CNN, 3 runs of 30 epochs: Midpoint 8.63 % > ERM 6.73 % "
                                     "(Uniform Mixup 5.57 % is below); see docs/image-benchmarks.md"),
 }

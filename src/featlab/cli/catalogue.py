@@ -52,7 +52,7 @@ def cmd_list(a: argparse.Namespace) -> int:
 def cmd_claims(a: argparse.Namespace) -> int:
     exps = [get_experiment(a.id)] if a.id else list_experiments()
     if a.json:
-        dump_json([{"experiment": e.id, "id": c.id, "statement": c.statement, "source": c.source,
+        dump_json([{"experiment": e.id, "id": c.id, "kind": c.kind, "statement": c.statement, "source": c.source,
                     "threshold": c.threshold.to_dict(), "why": c.why,
                     "controls": [{"name": k.name, "overrides": k.overrides, "why": k.why}
                                  for k in e.controls if c.id in k.targets(e.claims)]}
@@ -66,9 +66,14 @@ def cmd_claims(a: argparse.Namespace) -> int:
     if a.markdown:
         print(claims_markdown(exps, papers(), {k: paper_results(k) for k in papers()}))
         return 0
-    rows = declared_claims_rows(exps)
-    print(table(rows, ["experiment", "id", "statement", "paper", "threshold", "why"], [18, 24, 40, 14, 22, 44]))
+    header, widths = ["experiment", "id", "statement", "paper", "threshold", "why"], [18, 24, 40, 14, 22, 44]
+    rows, checks = declared_claims_rows(exps), declared_claims_rows(exps, "check")
+    print(table(rows, header, widths))
     print(f"\n{len(rows)} claims in {len(exps)} experiment{'s' if len(exps) != 1 else ''}.")
+    if checks:  # apart: they hold by construction or test the generator, and are never counted
+        print("\nChecks (by construction, or of the data generator; judged and shown, not counted):\n")
+        print(table(checks, header, widths))
+        print(f"\n{len(checks)} checks.")
     return 0
 
 

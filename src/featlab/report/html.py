@@ -72,12 +72,13 @@ def _first_screen(report: Report) -> str:
                             + (" (needs data and a GPU)" if "GPU" in e.not_run else "") for e in pv.missing) or "—"
         failed = ", ".join(f'<a href="#{_anchor(e.id)}">{_e(e.id)}</a>' for e in pv.failed) or "—"
         never = "; ".join(f"<code>{_e(p)}</code>: {_e(', '.join(ids))}" for p, ids in pv.never_run()) or "—"
+        ch, ct = pv.checks
         rows.append([f'<a href="#{_anchor(pv.key)}">{_e(pv.title)}</a>',
-                     f'<span class="pill {cls}">{held}/{total}</span>', f"{ran}/{len(pv.experiments)}",
-                     missing, failed, f'<span class="muted">{never}</span>'])
+                     f'<span class="pill {cls}">{held}/{total}</span>', f"{ch}/{ct}" if ct else "—",
+                     f"{ran}/{len(pv.experiments)}", missing, failed, f'<span class="muted">{never}</span>'])
     out = ["<h2 id='summary'>Does it reproduce?</h2>",
-           _table(["paper", "claims held", "experiments run", "runs missing", "runs failed", "presets never run"],
-                  rows, {1, 2})]
+           _table(["paper", "claims held", "checks (not counted)", "experiments run", "runs missing", "runs failed",
+                   "presets never run"], rows, {1, 2, 3})]
     for pv in report.papers:  # every experiment one click away, with its verdict
         chips = []
         for e in pv.experiments:
@@ -100,7 +101,8 @@ def _claims(rv: RunView) -> str:
     with_paper = any(c.paper_value is not None for c in rv.claims)
     rows = []
     for c in rv.claims:
-        row = [f"<code>{_e(c.id)}</code>", _e(c.statement), _e(c.source)]
+        row = [f"<code>{_e(c.id)}</code>" + (" <span class='muted'>check, not counted</span>" if c.kind == "check"
+                                             else ""), _e(c.statement), _e(c.source)]
         row += [_e(fmt_value(c.paper_value))] if with_paper else []
         row += [_e(fmt_value(c.measured)), _e(c.threshold), _verdict(c.holds)]
         if with_ctl:

@@ -50,7 +50,8 @@ def _claims(rv: RunView) -> list[str]:
     with_paper = any(c.paper_value is not None for c in rv.claims)
     rows = []
     for c in rv.claims:
-        row = [f"`{c.id}`", c.statement, c.source] + ([fmt_value(c.paper_value)] if with_paper else [])
+        row = [f"`{c.id}`" + (" (check, not counted)" if c.kind == "check" else ""), c.statement, c.source]
+        row += [fmt_value(c.paper_value)] if with_paper else []
         row += [fmt_value(c.measured), c.threshold, "✓ holds" if c.holds else "✗ fails"]
         if with_ctl:
             row.append("; ".join(f"{n}: {fmt_value(m)} ({'holds: a defect' if h else 'fails, as it should'})"
@@ -100,8 +101,11 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
         missing = ", ".join(e.id + (" (needs data and a GPU)" if "GPU" in e.not_run else "") for e in pv.missing)
         ran = sum(bool(e.runs) for e in pv.experiments)
         failed = ", ".join(e.id for e in pv.failed)
-        rows.append([pv.title, f"{held}/{total}", f"{ran}/{len(pv.experiments)}", missing or "—", failed or "—", never])
-    out += _table(["paper", "claims held", "experiments run", "runs missing", "runs failed", "presets never run"], rows)
+        ch, ct = pv.checks
+        rows.append([pv.title, f"{held}/{total}", f"{ch}/{ct}" if ct else "—", f"{ran}/{len(pv.experiments)}",
+                     missing or "—", failed or "—", never])
+    out += _table(["paper", "claims held", "checks (not counted)", "experiments run", "runs missing", "runs failed",
+                   "presets never run"], rows)
     if report.problems:
         out += ["Unreadable run folders (not in this report):", "", *(f"- `{p}`: {w}" for p, w in report.problems), ""]
     for pv in report.papers:

@@ -32,6 +32,7 @@ class ClaimRow:
     threshold: str
     holds: bool
     controls: list[tuple[str, Any, bool]] = field(default_factory=list)  # (control name, measured, holds)
+    kind: str = "claim"  # or "check": shown apart, never counted
 
 
 @dataclass
@@ -67,6 +68,12 @@ class PaperView:
     @property
     def held(self) -> tuple[int, int]:
         counts = [r.held for e in self.experiments for r in e.runs[:1]]
+        return sum(h for h, _ in counts), sum(t for _, t in counts)
+
+    @property
+    def checks(self) -> tuple[int, int]:
+        """(checks that hold, checks judged) over the latest runs: shown apart, never counted as claims."""
+        counts = [r.rec.checks for e in self.experiments for r in e.runs[:1]]
         return sum(h for h, _ in counts), sum(t for _, t in counts)
 
     @property
@@ -143,7 +150,7 @@ def run_view(rec: RunRecord, controls: Sequence[RunRecord] = ()) -> RunView:
     rows = []
     for c in rec.claims:
         row = ClaimRow(c.get("id", "?"), c.get("statement", ""), c.get("source", ""), c.get("paper_value"),
-                       c.get("measured"), c.get("threshold", ""), bool(c.get("holds")))
+                       c.get("measured"), c.get("threshold", ""), bool(c.get("holds")), kind=c.get("kind", "claim"))
         for ctl in ctl_runs:
             for cc in ctl.claims:
                 if cc.get("id") == row.id:
@@ -233,7 +240,9 @@ def console_summary(report: Report, paths: list[Path] | None = None) -> str:
     for pv in report.papers:
         held, total = pv.held
         ran = sum(bool(e.runs) for e in pv.experiments)
-        lines.append(f"{pv.title}: {held}/{total} claims hold ({ran} of {len(pv.experiments)} experiments run)")
+        ch, ct = pv.checks
+        more = f"; {ch}/{ct} checks, not counted" if ct else ""
+        lines.append(f"{pv.title}: {held}/{total} claims hold ({ran} of {len(pv.experiments)} experiments run{more})")
     lines += ["", *failures(report)] if failures(report) else []
     absent = [(ev.id, ev.not_run) for pv in report.papers for ev in pv.experiments if ev.not_run]
     if absent:

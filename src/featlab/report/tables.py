@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..runs.record import claim_counts
+from ..runs.record import check_counts, claim_counts, is_check
 from ..text import fmt_value, table
 
 
-def claims_table(claims: Iterable[dict[str, Any]], with_experiment: bool = False) -> str:
+def claims_table(claims: Iterable[dict[str, Any]], with_experiment: bool = False, title: str = "claim") -> str:
     rows = []
     for c in claims:
         row = [c.get("experiment", "")] if with_experiment else []
         row += [c["statement"], c["source"], fmt_value(c["measured"]), c["threshold"], "✓" if c["holds"] else "✗"]
         rows.append(row)
-    header = (["experiment"] if with_experiment else []) + ["claim", "paper", "measured", "threshold", "ok"]
+    header = (["experiment"] if with_experiment else []) + [title, "paper", "measured", "threshold", "ok"]
     widths = ([18] if with_experiment else []) + [54, 16, 11, 24, 2]
     if not rows:
         return "(no claims)"
@@ -35,9 +35,14 @@ def run_report(summary: dict[str, Any], run_dir: str, headline: list[str] | None
     if summary.get("message"):
         lines.append(f"  {summary['message']}")
     lines.append("")
-    lines.append(claims_table(summary.get("claims", [])))
-    held, total = claim_counts(summary.get("claims", []))
+    claims = summary.get("claims", [])
+    lines.append(claims_table([c for c in claims if not is_check(c)]))
+    held, total = claim_counts(claims)
     lines.append(f"\n{held}/{total} claims hold.")
+    if any(is_check(c) for c in claims):  # listed apart: they hold by construction or test the generator
+        lines += ["", claims_table([c for c in claims if is_check(c)], title="check (not counted)")]
+        lines.append("\n{}/{} checks hold (by construction or of the generator; not counted).".format(
+            *check_counts(claims)))
     m = summary.get("metrics", {})
     keys = headline or [k for k in m if "@" not in k][:16]
     if m:
@@ -49,9 +54,11 @@ def run_report(summary: dict[str, Any], run_dir: str, headline: list[str] | None
     return "\n".join(lines)
 
 
-def declared_claims_rows(experiments) -> list[list[str]]:
-    """One row per declared claim: experiment, id, statement, source, threshold (as declared), why."""
-    return [[e.id, c.id, c.statement, c.source, c.threshold.text(), c.why] for e in experiments for c in e.claims]
+def declared_claims_rows(experiments, kind: str = "claim") -> list[list[str]]:
+    """One row per declared claim of this kind ("claim" or "check"): experiment, id, statement, source, threshold
+    (as declared), why."""
+    return [[e.id, c.id, c.statement, c.source, c.threshold.text(), c.why] for e in experiments for c in e.claims
+            if c.kind == kind]
 
 
 def claims_markdown(experiments, papers: dict[str, str], results: dict[str, list] | None = None) -> str:
@@ -63,7 +70,9 @@ def claims_markdown(experiments, papers: dict[str, str], results: dict[str, list
              "Each claim is a statement of the paper with the threshold fixed before any run; `featlab run` judges it",
              "on the run's measurement. A threshold written `·unit` is a multiple of that quantity at the run's",
              "setting (e.g. `in [0.6, 1.4]·√(d/k)`). Every claim is targeted by a control — a setting where the",
-             "paper's statement should be false — and the test suite fails when a targeted claim holds there.", ""]
+             "paper's statement should be false — and the test suite fails when a targeted claim holds there.",
+             "A row marked (check) holds by construction or only tests the data generator or a hand-built model: it",
+             "is judged and shown, but listed apart and never counted among the claims that hold.", ""]
     for key, title in papers.items():
         exps = [e for e in experiments if e.paper == key]
         if not exps:
@@ -82,8 +91,8 @@ def claims_markdown(experiments, papers: dict[str, str], results: dict[str, list
             if not e.controls:
                 lines.append("- No control declared yet: these claims have not been shown able to fail.")
             lines += ["", "| id | statement | paper | threshold | why this threshold |", "|---|---|---|---|---|"]
-            lines += [f"| `{c.id}` | {esc(c.statement)} | {esc(c.source)} | {esc(c.threshold.text())} | {esc(c.why)} |"
-                      for c in e.claims]
+            lines += [f"| `{c.id}`{' (check)' if c.kind == 'check' else ''} | {esc(c.statement)} | {esc(c.source)} "
+                      f"| {esc(c.threshold.text())} | {esc(c.why)} |" for c in e.claims]
             lines.append("")
         if results and results.get(key):
             where = {c.id: e.id for e in exps for c in e.claims}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 
 def _num(v: float) -> str:
@@ -139,6 +139,9 @@ class Claim:
     """A declared claim: id ``<paper>.<name>``, the paper's statement and reference, the threshold and why.
 
     ``statement`` may name config fields in braces (``"{k}-class net decouples"``); they are filled at run time.
+
+    ``kind="check"``: a statement that holds by construction or only tests the data generator or a hand-built model.
+    It is judged and shown like a claim, but listed apart and never counted among the claims that hold.
     """
 
     id: str
@@ -146,6 +149,7 @@ class Claim:
     source: str  # the paper's reference, e.g. "Thm 4.5 (2)"
     threshold: Threshold
     why: str = ""  # where the threshold comes from
+    kind: Literal["claim", "check"] = "claim"
 
     def judge(self, measured: float | str, *, scale: float | None = None, paper_value: float | None = None,
               config: dict[str, Any] | None = None) -> Verdict:
@@ -159,7 +163,7 @@ class Claim:
         if self.threshold.of is not None:
             text += f" ({self.threshold.text()}, {self.threshold.of} = {scale:.3g})"
         holds = isinstance(measured, float) and self.threshold.holds(measured, scale)
-        return Verdict(self.id, statement, self.source, measured, text, holds, paper_value)
+        return Verdict(self.id, statement, self.source, measured, text, holds, paper_value, self.kind)
 
 
 @dataclass
@@ -173,13 +177,14 @@ class Verdict:
     threshold: str
     holds: bool
     paper_value: float | None = None
+    kind: str = "claim"
 
     def to_dict(self) -> dict[str, Any]:
         m = self.measured
         if isinstance(m, float) and not math.isfinite(m):
             m = str(m)
         out = {"id": self.id, "statement": self.statement, "source": self.source, "measured": m,
-               "threshold": self.threshold, "holds": bool(self.holds)}
+               "threshold": self.threshold, "holds": bool(self.holds), "kind": self.kind}
         if self.paper_value is not None:
             out["paper_value"] = self.paper_value
         return out

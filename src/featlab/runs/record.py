@@ -29,10 +29,22 @@ _REQUIRED = {"experiment": str, "status": str, "config": dict, "metrics": dict, 
 _CLAIM_KEYS = ("statement", "source", "measured", "threshold", "holds")
 
 
+def is_check(claim: dict[str, Any]) -> bool:
+    """A check (holds by construction, or tests the generator): judged and shown, never counted as a claim."""
+    return claim.get("kind") == "check"
+
+
 def claim_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:
-    """(claims that hold, claims judged) of a record's claim list: the one count every command and page prints."""
-    claims = list(claims)
-    return sum(bool(c.get("holds")) for c in claims), len(claims)
+    """(claims that hold, claims judged) of a record's claim list, checks left out: the one count every command
+    and page prints."""
+    counted = [c for c in claims if not is_check(c)]
+    return sum(bool(c.get("holds")) for c in counted), len(counted)
+
+
+def check_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """(checks that hold, checks judged): shown apart from the claims."""
+    checks = [c for c in claims if is_check(c)]
+    return sum(bool(c.get("holds")) for c in checks), len(checks)
 
 
 def other_version(summary: dict[str, Any]) -> str | None:
@@ -72,9 +84,14 @@ class RunRecord:
         return claim_counts(self.claims)
 
     @property
+    def checks(self) -> tuple[int, int]:
+        """(checks that hold, checks judged)."""
+        return check_counts(self.claims)
+
+    @property
     def all_hold(self) -> bool:
-        held, total = self.held
-        return held == total
+        """Every claim and every check holds (a failed check is a defect of the setting or the code)."""
+        return all(bool(c.get("holds")) for c in self.claims)
 
     def passes(self, strict: bool = False) -> bool:
         """The exit rule of every command: the run completed and, under ``--strict``, every claim holds."""

@@ -13,20 +13,22 @@ CLAIMS = [
     # ---------------------------------------------------------------- t = 0: init and sample (Lemmas 3–6)
     Claim("rfa.lemma3_norm", "init norms ‖w_j^{(0)}‖/(ω√d): the ratio farthest from 1 over every neuron and seed",
           "Lemma 3", Near(centre=1, tol=0.5),
-          why="explicit in Lemma 3: ω√d/2 ≤ ‖w_j^(0)‖ ≤ 3ω√d/2 for all j (χ² concentration, needs d ≳ log(m/δ))"),
+          why="explicit in Lemma 3: ω√d/2 ≤ ‖w_j^(0)‖ ≤ 3ω√d/2 for all j (χ² concentration, needs d ≳ log(m/δ))",
+          kind="check"),
     Claim("rfa.lemma4_sets", "min over µ and seeds of |J_µ| / ((m/4)(1 − 1/C0)²), J_µ = {j : sgn a_j = ỹ(µ), "
           "ρ_{j,µ}(0) ≥ 1/(3C0√d)}", "Lemma 4", AtLeast(lo=1),
           why="explicit in Lemma 4: |J_µ| ≥ (m/4)(1 − 1/C0)² at the run's C0 (Def 7's C0 ≈ 2.6e9 makes it ≈ m/4 "
-              "for each of the four sets, which split the ±1/√m halves; the proof needs m ≥ 16C0² log(32/δ))"),
+              "for each of the four sets, which split the ±1/√m halves; the proof needs m ≥ 16C0² log(32/δ))",
+          kind="check"),
     Claim("rfa.lemma5", "smallest C1 for which Lemma 5 (a)–(d) hold on the training sample (cluster geometry, "
           "|N|/n, cluster sizes), worst seed", "Lemma 5", AtMost(hi=lemmas.LEMMA5_C1),
           why="C1 ≥ 2 is universal and unspecified: we hold it to 2, the least value the lemma allows; for Gaussian "
               "clusters χ² concentration ((b): ‖z‖² ≤ σ²d(1 + O(√(log(n/δ)/d)))) and Hoeffding ((c), (d): "
-              "√(log(2/δ)/2) < 2√(log(1/δ))) give less than 2 in (A1)–(A3)'s regime"),
+              "√(log(2/δ)/2) < 2√(log(1/δ))) give less than 2 in (A1)–(A3)'s regime", kind="check"),
     Claim("rfa.lemma6", "edge Σ_{I^C_{+µ}} φ'(<w_j^{(0)}, x_i>) − Σ_{I^C_{−µ}} φ'(<w_j^{(0)}, x_i>), / n: min over µ "
           "and every j with ρ_{j,µ}(0) ≥ 1/(3C0√d)", "Lemma 6, eqs. (12)–(14)", AtLeast(lo=1, of="1/C2"),
           why="Lemma 6: ≥ n/C2; its proof gives ≥ n·c1/4 (eq. 14), C2 = 4/c1 with c1 = P(<z/σ, u> ∈ [−1/9, 0]) "
-              "(eq. 12): Φ(1/9) − 1/2 ≈ 0.0442 for Gaussian clusters, so 1/C2 ≈ 0.0111"),
+              "(eq. 12): Φ(1/9) − 1/2 ≈ 0.0442 for Gaussian clusters, so 1/C2 ≈ 0.0111", kind="check"),
     # ---------------------------------------------------------------- t = 1: amplification (Lemma 12)
     Claim("rfa.lemma12_cond9", "share of j ∈ J meeting Condition 9 at t = 1 (active on all of its cluster, inactive "
           "on the opposite one)", "Lemma 12", AtLeast(lo=1), why="Lemma 12: Condition 9 holds at t = 1"),
@@ -46,9 +48,10 @@ CLAIMS = [
           why="explicit in eq. (39): <w_j^(τ+1) − w_j^(τ), µ> ≥ α|a_j| e^-2/64 for j ∈ J_µ (telescoped to T in "
               "Lemma 11's eq. (21))"),
     Claim("rfa.lprime", "min_i −ℓ'(y_i f(x_i; W^{(τ)})) over τ ≤ T−1", "Lemma 13 eq. (37)",
-          AtLeast(lo=lemmas.LPRIME_FLOOR), why="explicit in eq. (37): −ℓ'_{i,τ} ≥ e^-2/2 for τ ≤ 1/(4α) = T − 1"),
+          AtLeast(lo=lemmas.LPRIME_FLOOR), why="explicit in eq. (37): −ℓ'_{i,τ} ≥ e^-2/2 for τ ≤ 1/(4α) = T − 1",
+          kind="check"),
     Claim("rfa.frob", "‖w_j^{(t)}‖/(2|a_j|αt), max over j and every probed t ≥ 1 (implies ‖W^{(t)}‖_F ≤ 2αt)",
-          "Lemma 14", AtMost(hi=1), why="explicit in Lemma 14 (1): ‖w_j^(t)‖ ≤ 2|a_j|αt for t ≥ 1"),
+          "Lemma 14", AtMost(hi=1), why="explicit in Lemma 14 (1): ‖w_j^(t)‖ ≤ 2|a_j|αt for t ≥ 1", kind="check"),
     Claim("rfa.rho_floor", "normalised correlation with own mean, min over j ∈ J_µ, 2 ≤ t ≤ T", "Lemma 13 eq. (40)",
           AtLeast(lo=lemmas.RHO_FLOOR), why="explicit in eq. (40): <w_j^(t)/‖w_j^(t)‖, µ> ≥ e^-2/256 for t ≥ 2 "
           "(at t = T by eq. (21) and Lemma 14)"),

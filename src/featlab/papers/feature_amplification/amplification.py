@@ -94,7 +94,8 @@ def _d_sweep(ctx, cfg: AmplificationConfig, seeds: list[int], dtype) -> list[tup
 def _measure_init(ctx, cfg: AmplificationConfig, net, tr, dist, J, W0) -> None:
     """t = 0: Lemma 3 (init norms, the count), Lemma 4 (|J_µ|), Lemma 5 (the sample), Lemma 6 (the edge)."""
     omega = cfg.omega_for(cfg.d)
-    ctx.metric("lemma3.norm_ratio_worst", lemmas.init_norm_ratio(W0, omega))
+    r3 = lemmas.init_norm_ratio(W0, omega)  # (E,): each seed's ratio farthest from 1, signed
+    ctx.metric("lemma3.norm_ratio_worst", r3[(r3 - 1).abs().argmax()])  # the worst seed's, not a seed mean
     ctx.metric("lemma3.count_share_min", lemmas.lemma3_count(W0, dist.mu, omega, cfg.C0).amin(-1))
     ctx.metric("lemma3.count_floor", lemmas.lemma3_count_floor(cfg.m, cfg.C0, cfg.delta))
     ctx.metric("lemma4.ratio_min", lemmas.lemma4_ratio(J, cfg.C0).min())

@@ -54,11 +54,11 @@ CLAIMS = [
               "6e^{−1/(3σ)} for any log-concave law); window b + 3√(b/(n_test·seeds))"),
     Claim("rfa.linear_chance", "bias-free linear classifier: clean test accuracy = 1/2 (symmetry x → −x)",
           "§2 (linear classifiers)", Near(centre=0.5, of="3 s.e."),
-          why="exact by symmetry (x → −x keeps ỹ); 3 s.e. = 3·(1/2)/√(n_test·E) of the test estimate"),
+          why="exact by symmetry (x → −x keeps ỹ); 3 s.e. = 3·(1/2)/√(n_test·E) of the test estimate", kind="check"),
     Claim("rfa.linear_bias", "linear classifier with bias: clean test accuracy ≤ 3/4 (best of logistic regression "
           "and the oracle halfspaces)", "§2 (linear classifiers)", AtMost(hi=1, of="3/4 + 3 s.e."),
           why="a halfspace can be right on at most 3 of the 4 clusters (the clusters' convex hulls meet at 0); "
-              "3 s.e. = 3√(3/16/(n_test·E)) of the test estimate"),
+              "3 s.e. = 3√(3/16/(n_test·E)) of the test estimate", kind="check"),
 ]
 
 CONTROLS = [

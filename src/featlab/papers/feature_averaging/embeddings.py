@@ -75,7 +75,7 @@ CLAIMS = [
           why="Fig 2c vs 2d: averaging spreads each weight over its label's classes, so its diagonal excess is "
               "below half the k-class head's. The ratio is only a comparison with a head that decouples: two "
               "random heads have excesses ≈ 0 and a ratio of either sign, so it is judged only when the k-class "
-              "excess reaches fa.emb_kclass_decouples' threshold (and fails otherwise)"),
+              "excess reaches fa.emb_kclass_decouples' threshold (and fails otherwise)", kind="check"),
 ]
 # Fig 10 (App E.2) is qualitative ("significantly higher" within-class correlation): no number to check, and any
 # data with class structure shows it; embeddings.cos_within_class / cos_between_class stay as metrics.

@@ -122,6 +122,46 @@ def fa_ideal(dist, m: int) -> torch.Tensor:
     return torch.cat([ref[..., :1].expand(-1, -1, m), ref[..., 1:].expand(-1, -1, m)], -1)
 
 
+def class_coefficients(W: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """Thm 4.5 (2)'s coefficients: least-squares λ_{n,j} of w_n ≈ Σ_j λ_{n,j} μ_j/‖μ_j‖², (E, M, d) → (E, M, k).
+
+    Exact in the span of the centres whether or not they are orthogonal; for orthogonal centres of equal norm
+    λ_{n,j} is proportional to cos(μ_j, w_n), so a ratio of coefficients is the ratio of cosines."""
+    B = mu / mu.pow(2).sum(-1, keepdim=True)  # (E, k, d)
+    return torch.linalg.solve(B @ B.transpose(1, 2), B @ W.transpose(1, 2)).transpose(1, 2)
+
+
+def averaging_margin(W: torch.Tensor, mu: torch.Tensor, positive: torch.Tensor, m: int, *,
+                     fidelity: float = 0.7, off_ratio: float = 0.25) -> dict[str, torch.Tensor]:
+    """The two-part feature-averaging test of Def 4.1 / Thm 4.5 (2), per neuron (s, r) (positive neurons first).
+
+    (a) in-class fidelity: min_{j∈J_s} cos(μ_j, w) / cos(μ_j, Σ_{J_s}μ) ≥ ``fidelity``: the neuron keeps that share
+    of the averaging solution's alignment with every cluster of its class;
+    (b) off-class ratio: max_{j∉J_s} |λ_j| / mean_{j∈J_s} λ_j ≤ ``off_ratio`` (λ: :func:`class_coefficients`): the
+    other class's clusters carry at most a quarter of the in-class coefficient (fa.binary_off_class's bound). A
+    class-blind neuron w ∝ Σ_all μ has fidelity 1/√2 but ratio 1; Σ_{J_s}μ has ratio 0 even for non-orthogonal
+    centres (Fig 9), where the off-class *cosine* of the exact averaging solution is not small.
+
+    margin = min(fidelity_n / ``fidelity``, ``off_ratio`` / ratio_n) per neuron; the net averages iff the worst
+    neuron's margin ≥ 1. Returns (E, M) ``fidelity``, ``off_ratio``, ``margin`` and (E,) ``margin_min``.
+    """
+    E, M, _ = W.shape
+    mask = in_class_mask(positive, m, M - m)  # (k, M)
+    sums = torch.stack([mu[:, positive].sum(1), mu[:, ~positive].sum(1)], 1)  # (E, 2, d)
+    ideal = cosine_matrix(mu, sums)  # (E, k, 2)
+    ideal = torch.cat([ideal[..., :1].expand(-1, -1, m), ideal[..., 1:].expand(-1, -1, M - m)], -1)
+    ratio_cos = cosine_matrix(mu, W) / ideal  # (E, k, M)
+    fid = ratio_cos.masked_fill(~mask, float("inf")).min(1).values  # (E, M)
+    lam = class_coefficients(W, mu)  # (E, M, k)
+    maskT = mask.T
+    lam_in = (lam * maskT).sum(-1) / maskT.sum(-1)
+    lam_off = (lam.abs() * ~maskT).max(-1).values
+    ratio = lam_off / lam_in  # negative when the neuron points away from its own class: fails
+    tiny = torch.finfo(W.dtype).tiny
+    margin = torch.minimum(fid / fidelity, off_ratio * lam_in / lam_off.clamp_min(tiny))
+    return {"fidelity": fid, "off_ratio": ratio, "margin": margin, "margin_min": margin.min(-1).values}
+
+
 def binary_alignment(net, dist, m: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Cosine matrix and Thm 4.5 (2) statistics of a trained binary net."""
     with torch.no_grad():
@@ -131,6 +171,9 @@ def binary_alignment(net, dist, m: int) -> tuple[torch.Tensor, dict[str, torch.T
         ideal = fa_ideal(dist, m)
         # fidelity: worst in-class entry relative to the exact averaging solution (1 = perfect averaging)
         stats["fa_fidelity"] = (cos / ideal)[:, mask].min(-1).values
+        test = averaging_margin(net.W, dist.mu, dist.positive, m)  # (a) fidelity and (b) off-class ratio, per neuron
+        stats["fa_off_ratio_max"] = test["off_ratio"].max(-1).values
+        stats["fa_margin"] = test["margin_min"]
         lam = coefficient_proxy(net.W, dist.mu)  # (E, 2m, k): λ_{s,r,j} ≈ <w_{s,r}, μ_j>
         lam_in = lam[:, mask.T]
         stats["lambda_in_class_mean"] = lam_in.mean(-1)

@@ -48,9 +48,12 @@ register_paper("midpoint-mixup", "Midpoint Mixup (Chidambaram et al.; ICML 2023)
       reason="the GPU presets (ResNet-18, 100 epochs) were never run here"),
     R("App. A (Props A.1–A.3, Cor A.5, Calcs A.6–A.10)", "concentration tools and gradient calculations",
       reason="proof tools, constants only; the gradient formulas are exercised by the all-pairs loss tests"),
+    R("Cor B.18", "Midpoint Mixup: off-diagonal correlations <w_{y,r}, v_{s,ℓ}> = O(max diagonal / k) from T_A on",
+      claims=("mm.offdiag_b18",),
+      reason="fails at quick (mm-multiview): off-diagonal maxima are of the diagonals' order, not 1/k of them "
+             "(docs/midpoint-mixup.md)"),
     R("App. B (Claims B.1–B.28, Cors B.3–B.26, Lemma B.11)", "proof steps of Thms 4.6/4.7",
-      reason="regime not reached (d = k^20, α = 8); Cor B.18's off-diagonal bound is a metric (*.offdiag_max), "
-             "not observed at the presets (docs/midpoint-mixup.md)"),
+      reason="regime not reached (d = k^20, α = 8); Cor B.18 has its own row (mm.offdiag_b18)"),
 ])
 
 # import order = registration order = catalogue order: not sorted

@@ -79,16 +79,16 @@ PROP34_CONSTANT = 0.05
 CLAIMS = [
     Claim("mm.lemma32_unequal", "unequal correlations (1 ± {unequal:g})C stay above inf J_MM at every scale: "
           "min over γ of J_MM(γg) − inf J_MM", "Lemma 3.2 (necessity)", AtLeast(lo=1e-3),
-          why="necessity part of Lemma 3.2 (the gap diverges as γ → ∞)"),
+          why="necessity part of Lemma 3.2 (the gap diverges as γ → ∞)", kind="check"),
     Claim("mm.prop33_gap", "Beta(a, a) Mixup (a ∈ {beta_params}) cannot reach inf J_M with a Lemma 3.2 model: min "
           "over scales of J_M(γg) − inf J_M, worst a", "Prop 3.3 (3.4)", AtLeast(lo=1e-3),
-          why="Prop 3.3: a gap ε_0 > 0; the quadrature error is < 1e-5"),
+          why="Prop 3.3: a gap ε_0 > 0; the quadrature error is < 1e-5", kind="check"),
     Claim("mm.prop34_lower", "Midpoint Mixup: for ANY class y with Δ_y = C log k >= log k, k²·<−∇_{w_y} J_MM, v_{y,2}> "
           "stays above the proof's constant: min over classes y, C ∈ {grad_C} and k ∈ {grad_ks}", "Prop 3.4 (3.5)",
           AtLeast(lo=PROP34_CONSTANT),
           why="Eq. 3.5 is a lower bound Θ(1/k²) for any class y; App. C.2 proves it from the pairs with one competing "
               "class, worth (1/k²)·E[(½ − φ_y)(1 − β_y)] → 1/(15k²) as Δ_y → ∞ (>= 0.058/k² at any Δ_y >= log k): "
-              "1/20 from the theory, not from a measurement"),
+              "1/20 from the theory, not from a measurement", kind="check"),
     Claim("mm.starvation", "at Δ_y = {starve_C:g} log k (largest k of `grad_ks`) ERM's lagging-feature gradient is a "
           "small fraction of Midpoint Mixup's for every class: max over y of ERM / Midpoint", "Props 3.4 vs 3.5, §3",
           AtMost(hi=0.1),

@@ -22,7 +22,7 @@ from pydantic import Field, model_validator
 from ...config import ExperimentConfig, check
 from ...nn.activations import SmoothedReLU
 from ...nn.twolayer import EnsembleTwoLayer, block_readout
-from ...runs.claims import AtLeast, Claim, Control
+from ...runs.claims import AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
 from ...train.loop import train
 from ...train.mixup import random_pairing, sample_beta
@@ -127,6 +127,13 @@ CLAIMS = [
           "class", "§5 (Table 1: Uniform Mixup ≥ Midpoint)", AtLeast(lo=0.9),
           why="not a theorem: §5 (Table 1) finds uniform Mixup at least as good as Midpoint Mixup; same bar as "
           "mm.midpoint_all_both"),
+    Claim("mm.offdiag_b18", "Midpoint Mixup's off-diagonal correlations stay O(1/k) of the diagonal ones: max over "
+          "seeds and classes y past T_A of k·max_{r, s≠y, ℓ} <w_{y,r}, v_{s,ℓ}> / max_{r, ℓ'} <w_{y,r}, v_{y,ℓ'}>",
+          "Cor B.18", AtMost(hi=1),
+          why="Cor B.18: <w_{y,r}, v_{s,ℓ}> ≤ O(max_ℓ' <w_{y,r}, v_{y,ℓ'}>/k) for every r, s ≠ y, ℓ and t ≥ T_A; the "
+              "O's constant is unspecified, held to 1 (the proof's B.21/B.22 separate the updates by a factor k). "
+              "The max over r on both sides is implied by the per-neuron bound, so its failure is the corollary's. "
+              "Classes past T_A: max_ℓ Λ_{y,ℓ} ≥ ρ/(δ2 − δ1), Claim B.17's largest A (none: not measured, fails)"),
 ]
 
 # "Thm holds exactly" per seed, besides 100 % train accuracy: the rule on the (E, 3) shares of classes with 0/1/2
@@ -232,6 +239,12 @@ def _measure(ctx, cfg: MultiViewConfig, method: str, net, res, dist, tr, te, inp
     ctx.metric(f"{method}.train_acc_min", tacc.min())
     ctx.metric(f"{method}.Lambda_min", st["Lambda"].amin((1, 2)))
     ctx.metric(f"{method}.offdiag_max", st["offdiag_max"].amax(-1))
+    diag = st["Lambda"].amax(-1)  # (E, k): max_{r, ℓ'} <w_{y,r}, v_{y,ℓ'}>
+    past = diag >= cfg.rho / (cfg.delta2 - cfg.delta1)  # Cor B.18 holds from T_A on (Claim B.17's A)
+    b18 = k * st["offdiag_max"] / diag
+    b18_max = float(b18[past].max()) if bool(past.any()) else float("nan")
+    ctx.metric(f"{method}.b18_classes_past_TA", past.double().mean(-1))
+    ctx.metric(f"{method}.b18_ratio_max", b18_max)  # Cor B.18: the worst class of the worst seed
     ctx.metric(f"{method}.def45_vs_correlation_agreement", (learned == corr_learned).double().mean((1, 2)))
     ctx.metric(f"{method}.final_loss", res.frame().query("step == @cfg.steps and metric == @method + '.loss'")
                ["value"].mean())
@@ -241,7 +254,7 @@ def _measure(ctx, cfg: MultiViewConfig, method: str, net, res, dist, tr, te, inp
     ctx.note(f"{method}: classes with 0/1/2 features learned per seed: "
              + ", ".join(f"{a}/{b}/{c}" for a, b, c in counts.tolist())
              + f"; train acc {tacc.min():.3f} (min over seeds); {res.elapsed_s:.0f} s")
-    return dict(counts=counts, train_acc=tacc)
+    return dict(counts=counts, train_acc=tacc, b18_ratio_max=b18_max)
 
 
 # ------------------------------------------------------------------------------------------ judge
@@ -260,6 +273,8 @@ def _judge(ctx, cfg: MultiViewConfig, finals: dict) -> None:
         ctx.claim("mm.separation", float(gap))
     if "mixup" in finals:
         ctx.claim("mm.mixup_all_both", float(share["mixup"][:, 2].mean()))
+    if "midpoint" in finals:  # judged in declaration order
+        ctx.claim("mm.offdiag_b18", finals["midpoint"]["b18_ratio_max"])
 
 
 # ------------------------------------------------------------------------------------------ draw
