@@ -9,7 +9,8 @@ from featlab.runs.registry import list_experiments
 
 # Experiments whose quick preset is a smoke test judging no claims (their datasets cannot be shipped): their
 # controls run at the paper preset on tiny files in the real formats, at toy size (see CONTROL_INPUTS).
-CONTROLS = [pytest.param(e.id, c.name, id=f"{e.id}:{c.name}") for e in list_experiments() for c in e.controls]
+CONTROLS = [pytest.param(e.id, c.name, id=f"{e.id}:{c.name}") for e in list_experiments() for c in e.controls
+            if c.kind == "sanity"]
 
 
 def control_inputs(exp_id, tmp_path, monkeypatch):
@@ -31,7 +32,7 @@ def control_inputs(exp_id, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("exp_id,name", CONTROLS)
-def test_no_targeted_claim_holds_under_the_control(exp_id, name, out, tmp_path, monkeypatch):
+def test_no_targeted_claim_holds_under_the_sanity_control(exp_id, name, out, tmp_path, monkeypatch):
     preset, kw = control_inputs(exp_id, tmp_path, monkeypatch)
     rec = featlab.run(exp_id, preset, out=out, control=name, quiet=True, **kw)
     assert rec.ok and rec.summary["control"]["name"] == name

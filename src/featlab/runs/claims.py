@@ -11,8 +11,11 @@ its value at run time: ``ctx.claim("fa.binary_breaks", r_crit, scale=(d / k) ** 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from .uncertainty import HELD, INCONCLUSIVE, Samples, decide, interval, units_to_settle
 
 
 def _num(v: float) -> str:
@@ -142,6 +145,9 @@ class Claim:
 
     ``kind="check"``: a statement that holds by construction or only tests the data generator or a hand-built model.
     It is judged and shown like a claim, but listed apart and never counted among the claims that hold.
+
+    ``exact``: why the claim is judged without a sampling interval (it quantifies over every unit of the run, e.g.
+    "every neuron of every seed"); a claim judged without samples must say so, a claim with samples leaves it empty.
     """
 
     id: str
@@ -150,9 +156,15 @@ class Claim:
     threshold: Threshold
     why: str = ""  # where the threshold comes from
     kind: Literal["claim", "check"] = "claim"
+    exact: str = ""
 
     def judge(self, measured: float | str, *, scale: float | None = None, paper_value: float | None = None,
-              config: dict[str, Any] | None = None) -> Verdict:
+              config: dict[str, Any] | None = None, samples: Samples | None = None,
+              statistic: Callable[..., float] | None = None, unit: str = "seeds",
+              converged: bool | None = None) -> Verdict:
+        """The verdict on ``measured``: with ``samples`` (per-unit values; a tuple of arrays for paired ones, reduced
+        by ``statistic``, default the mean) by its 95 % bootstrap interval (see runs/uncertainty.py); without, on the
+        value alone. ``converged=False`` (the search the measurement rests on did not converge): unverified."""
         if isinstance(measured, (int, float)) and not isinstance(measured, bool):
             measured = float(measured)
         try:
@@ -162,8 +174,16 @@ class Claim:
         text = self.threshold.text(scale)
         if self.threshold.of is not None:
             text += f" ({self.threshold.text()}, {self.threshold.of} = {scale:.3g})"
-        holds = isinstance(measured, float) and self.threshold.holds(measured, scale)
-        return Verdict(self.id, statement, self.source, measured, text, holds, paper_value, self.kind)
+        if isinstance(measured, float) and not math.isnan(measured):
+            self.threshold.holds(measured, scale)  # raises when a scaled threshold gets no scale
+        iv = interval(samples, statistic, unit=unit) if samples is not None else None
+        value = measured if isinstance(measured, float) else math.nan
+        bounds = self.threshold.bounds(scale)
+        status = decide(bounds, self.threshold.strict, value, iv, converged)
+        settle = units_to_settle(bounds, value, iv) if status == INCONCLUSIVE and iv is not None else None
+        return Verdict(self.id, statement, self.source, measured, text, status == HELD, paper_value, self.kind,
+                       status=status, interval=(iv.lo, iv.hi) if iv else None, n=iv.n if iv else None,
+                       unit=iv.unit if iv else "", settle=settle)
 
 
 @dataclass
@@ -178,13 +198,25 @@ class Verdict:
     holds: bool
     paper_value: float | None = None
     kind: str = "claim"
+    status: str = ""  # held / failed / inconclusive / unverified ('' → from holds)
+    interval: tuple[float, float] | None = None  # 95 % bootstrap interval of the measurement
+    n: int | None = None  # units behind the interval
+    unit: str = ""  # what they are: seeds, test points, ...
+    settle: int | None = None  # inconclusive: the units that would settle it at the same estimate
+
+    def __post_init__(self):
+        self.status = self.status or (HELD if self.holds else "failed")
 
     def to_dict(self) -> dict[str, Any]:
         m = self.measured
         if isinstance(m, float) and not math.isfinite(m):
             m = str(m)
         out = {"id": self.id, "statement": self.statement, "source": self.source, "measured": m,
-               "threshold": self.threshold, "holds": bool(self.holds), "kind": self.kind}
+               "threshold": self.threshold, "holds": bool(self.holds), "kind": self.kind, "status": self.status}
+        if self.interval is not None:
+            out.update(interval=[float(x) for x in self.interval], n=self.n, unit=self.unit)
+        if self.settle is not None:
+            out["settle"] = self.settle
         if self.paper_value is not None:
             out["paper_value"] = self.paper_value
         return out
@@ -192,22 +224,57 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Control:
-    """A setting where the paper's statements should be false: the same measurement on an untrained network, the
-    other method, shuffled labels, or the theory's null setting. ``claims``: the claims this control must defeat
-    (default: every claim of the experiment). Every claim is targeted by at least one control, and the test suite
-    runs each control at quick scale: a targeted claim that holds there cannot fail, and is a defect."""
+    """A setting where the paper's statements should be false. ``claims``: the claims this control must defeat
+    (default: every claim of the experiment); the test suite runs each control at quick scale, and a targeted claim
+    that holds there cannot fail, and is a defect.
+
+    Two kinds. A **mechanism** control keeps the network trained and removes the mechanism or a premise the theorem
+    needs (``premise`` says which); ``trained`` names the metrics (higher is better: an accuracy, a fit) that show
+    the net is still trained, and the tests fail when one falls more than ``margin`` below the claim's own run. A
+    **sanity** control (an untrained net, a forced tie) only shows a claim is not vacuous. A claim counts among the
+    results only when a mechanism control targets it."""
 
     name: str  # 'untrained', 'coarse-labels', ...
     overrides: dict[str, Any]  # config overrides, applied after every other layer
     why: str  # what the setting is and why the claims must fail there
     claims: tuple[str, ...] = ()
+    premise: str = ""  # mechanism controls: the premise or mechanism removed ('' : a sanity control)
+    trained: tuple[str, ...] = ()  # summary metrics that show the net trained (compared with the claim's own run)
+    margin: float = 0.05  # how far below the claim's own run a ``trained`` metric may fall
+
+    def __post_init__(self):
+        if bool(self.premise) != bool(self.trained):
+            raise ValueError(f"control {self.name!r}: a mechanism control names both its premise and the metrics "
+                             f"that show its net trained (trained=...); a sanity control names neither")
+
+    @property
+    def kind(self) -> str:
+        return "mechanism" if self.premise else "sanity"
 
     def targets(self, declared: list[Claim]) -> list[str]:
         return list(self.claims) if self.claims else [c.id for c in declared]
 
     def to_dict(self, declared: list[Claim]) -> dict[str, Any]:
-        return {"name": self.name, "overrides": dict(self.overrides), "why": self.why,
-                "claims": self.targets(declared)}
+        out = {"name": self.name, "kind": self.kind, "overrides": dict(self.overrides), "why": self.why,
+               "claims": self.targets(declared)}
+        if self.premise:
+            out.update(premise=self.premise, trained=list(self.trained), margin=self.margin)
+        return out
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A premise of the theorem an experiment tests, and which of its presets meet it: a preset that leaves it on
+    purpose (to fit this CPU, or to show what happens outside it) says so, and ``featlab claims`` and the report
+    show it beside the verdicts."""
+
+    ref: str  # 'Assumption 4.3', '(A1)', 'Prop 4.4 premise'
+    text: str  # what it requires, in the paper's terms
+    met: dict[str, bool]  # preset -> whether the preset meets it
+    why: str = ""  # how the presets that break it break it (e.g. 'quick: d = 4 < the d ≥ log² n needed')
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ref": self.ref, "text": self.text, "met": dict(self.met), "why": self.why}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from .._version import __version__
 from ..errors import RunRecordError
+from .uncertainty import STATUSES
 
 SUMMARY = "summary.json"
 METRICS = "metrics.parquet"
@@ -34,17 +35,40 @@ def is_check(claim: dict[str, Any]) -> bool:
     return claim.get("kind") == "check"
 
 
+def status(claim: dict[str, Any]) -> str:
+    """held / failed / inconclusive / unverified (records made before verdicts carried uncertainty: from holds)."""
+    return claim.get("status") or ("held" if claim.get("holds") else "failed")
+
+
 def claim_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:
     """(claims that hold, claims judged) of a record's claim list, checks left out: the one count every command
     and page prints."""
     counted = [c for c in claims if not is_check(c)]
-    return sum(bool(c.get("holds")) for c in counted), len(counted)
+    return sum(status(c) == "held" for c in counted), len(counted)
+
+
+def status_counts(claims: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """{held, failed, inconclusive, unverified: how many} of the counted claims (checks left out)."""
+    out = dict.fromkeys(STATUSES, 0)
+    for c in claims:
+        if not is_check(c):
+            out[status(c)] = out.get(status(c), 0) + 1
+    return out
+
+
+def counts_text(claims: Iterable[dict[str, Any]]) -> str:
+    """'8/13 held (3 failed, 2 inconclusive)': the held count, and the other verdicts when there are any."""
+    claims = list(claims)
+    held, total = claim_counts(claims)
+    sc = status_counts(claims)
+    rest = ", ".join(f"{sc[s]} {s}" for s in STATUSES[1:] if sc.get(s))
+    return f"{held}/{total} held" + (f" ({rest})" if rest else "")
 
 
 def check_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:
     """(checks that hold, checks judged): shown apart from the claims."""
     checks = [c for c in claims if is_check(c)]
-    return sum(bool(c.get("holds")) for c in checks), len(checks)
+    return sum(status(c) == "held" for c in checks), len(checks)
 
 
 def other_version(summary: dict[str, Any]) -> str | None:
@@ -84,6 +108,11 @@ class RunRecord:
         return claim_counts(self.claims)
 
     @property
+    def statuses(self) -> dict[str, int]:
+        """{held, failed, inconclusive, unverified: how many} of the claims (checks apart)."""
+        return status_counts(self.claims)
+
+    @property
     def checks(self) -> tuple[int, int]:
         """(checks that hold, checks judged)."""
         return check_counts(self.claims)
@@ -91,7 +120,7 @@ class RunRecord:
     @property
     def all_hold(self) -> bool:
         """Every claim and every check holds (a failed check is a defect of the setting or the code)."""
-        return all(bool(c.get("holds")) for c in self.claims)
+        return all(status(c) == "held" for c in self.claims)
 
     def passes(self, strict: bool = False) -> bool:
         """The exit rule of every command: the run completed and, under ``--strict``, every claim holds."""

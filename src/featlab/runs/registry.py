@@ -22,7 +22,7 @@ from typing import Any
 
 from ..config import ExperimentConfig
 from ..errors import ConfigError, UnknownExperimentError
-from .claims import Claim, Control, PaperResult
+from .claims import Assumption, Claim, Control, PaperResult
 
 ENTRY_POINT_GROUP = "featlab.experiments"
 BUILTIN_CATALOGUE = "featlab.papers"
@@ -40,6 +40,12 @@ class Experiment:
     claims: list[Claim] = field(default_factory=list)
     controls: list[Control] = field(default_factory=list)  # settings where the paper's statements should fail
     tiny: dict[str, Any] | None = None  # overrides of the quick preset that run in about a second (the device test)
+    assumptions: list[Assumption] = field(default_factory=list)  # the theorem's premises, met or broken per preset
+
+    def regime(self, preset: str) -> list[dict[str, Any]]:
+        """The assumptions as met or broken by ``preset`` (only those that say): for run records and pages."""
+        return [dict(ref=a.ref, text=a.text, met=a.met[preset], why=a.why) for a in self.assumptions
+                if preset in a.met]
 
     def preset(self, name: str) -> dict[str, Any]:
         if name not in self.presets:
@@ -87,7 +93,7 @@ def paper_results(key: str) -> list[PaperResult]:
 
 def experiment(id: str, *, paper: str, reference: str, summary: str, config: type[ExperimentConfig],
                presets: dict[str, dict[str, Any]], claims: Sequence[Claim] = (), controls: Sequence[Control] = (),
-               tiny: dict[str, Any] | None = None):
+               tiny: dict[str, Any] | None = None, assumptions: Sequence[Assumption] = ()):
     """Decorator registering ``fn(ctx)`` as an experiment. Presets must include ``quick`` and ``paper``.
 
     ``claims`` declares every claim the experiment judges; their ids must start with the paper's prefix.
@@ -96,6 +102,8 @@ def experiment(id: str, *, paper: str, reference: str, summary: str, config: typ
     runs them, and no targeted claim may hold there.
     ``tiny``: overrides of the ``quick`` preset that run the experiment end to end in about a second;
     featlab's tests run each registered experiment at it (tests/test_device.py), so every experiment declares one.
+    ``assumptions``: the premises of the theorems its claims test, and which presets meet each (a ``theory`` preset
+    meets them as far as the CPU allows; ``quick`` may leave some on purpose, and says so).
     """
     if paper not in _PAPERS:
         raise ValueError(f"experiment {id!r}: paper {paper!r} is not registered; call register_paper first")
@@ -114,13 +122,16 @@ def experiment(id: str, *, paper: str, reference: str, summary: str, config: typ
     unknown = [t for c in controls for t in c.claims if t not in ids]
     if unknown:
         raise ValueError(f"experiment {id!r}: controls target undeclared claims {unknown}")
+    odd = [f"{a.ref}: {p}" for a in assumptions for p in a.met if p not in presets]
+    if odd:
+        raise ValueError(f"experiment {id!r}: assumptions name presets it does not have: {odd}")
     stray = sorted(set(tiny or {}) - set(config.model_fields))
     if stray:
         raise ValueError(f"experiment {id!r}: tiny sets fields its config does not have: {stray}")
 
     def deco(fn):
         _REGISTRY[id] = Experiment(id, paper, reference, summary, config, fn, presets, list(claims), list(controls),
-                                   dict(tiny) if tiny is not None else None)
+                                   dict(tiny) if tiny is not None else None, list(assumptions))
         return fn
 
     return deco

@@ -183,7 +183,8 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
             "config": cfg.to_dict(),
             "metrics": ctx.metrics,
             "claims": [c.to_dict() for c in ctx.claims],
-            "control": ctl.to_dict(exp.claims) if ctl else None,
+            "control": _control_record(ctl, exp, ctx) if ctl else None,
+            "assumptions": exp.regime(preset),
             "figures": ctx.figures,
             "notes": ctx.notes,
             "versions": versions(),
@@ -195,6 +196,14 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
     except BaseException:
         writer.abandon()
         raise
+
+
+def _control_record(ctl, exp, ctx: RunContext) -> dict:
+    """The control as data, with the values of the metrics that show its net trained (mechanism controls)."""
+    out = ctl.to_dict(exp.claims)
+    if ctl.trained:
+        out["trained_values"] = {m: ctx.metrics.get(m) for m in ctl.trained}
+    return out
 
 
 _OOM = (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))
