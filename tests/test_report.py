@@ -64,7 +64,7 @@ def test_reproduce_goes_on_past_a_missing_dataset_and_ends_with_a_summary_and_a_
     text = capsys.readouterr().out
     assert code == 1  # one experiment could not run; the others did
     tail = text[text.index("Toy paper"):]
-    assert "Toy paper (tests): 1/2 claims hold (1 of 3 experiments run)" in tail
+    assert "Toy paper (tests): 1/2 claims held, 1 failed (1 of 3 experiments run)" in tail
     assert re.search(r"✗ toyr-ok toyr\.higher: measured 0\.95, needs >= 2 — try: featlab run toyr-ok --preset "
                      r"cpu-long", tail)
     assert "toyr-data: could not run: no toy dataset under 'data'; put toy.bin there" in tail

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from ..errors import ConfigError
-from ..report.tables import claims_markdown, declared_claims_rows
+from ..report.tables import assumption_rows, claims_markdown, declared_claims_rows
 from ..runs.registry import Experiment, get_experiment, list_experiments, paper_results, papers
 from ..runs.threshold_log import changelog_markdown, load_log
 from ..text import fmt_value, table
@@ -53,9 +53,11 @@ def cmd_claims(a: argparse.Namespace) -> int:
     exps = [get_experiment(a.id)] if a.id else list_experiments()
     if a.json:
         dump_json([{"experiment": e.id, "id": c.id, "kind": c.kind, "statement": c.statement, "source": c.source,
-                    "threshold": c.threshold.to_dict(), "why": c.why,
-                    "controls": [{"name": k.name, "overrides": k.overrides, "why": k.why}
-                                 for k in e.controls if c.id in k.targets(e.claims)]}
+                    "threshold": c.threshold.to_dict(), "why": c.why, "exact": c.exact or None,
+                    "controls": [{"name": k.name, "kind": k.kind, "overrides": k.overrides, "why": k.why,
+                                  "premise": k.premise or None, "trained": list(k.trained) or None}
+                                 for k in e.controls if c.id in k.targets(e.claims)],
+                    "assumptions": [a.to_dict() for a in e.assumptions]}
                    for e in exps for c in e.claims])
         return 0
     if a.changelog:
@@ -66,10 +68,23 @@ def cmd_claims(a: argparse.Namespace) -> int:
     if a.markdown:
         print(claims_markdown(exps, papers(), {k: paper_results(k) for k in papers()}))
         return 0
-    header, widths = ["experiment", "id", "statement", "paper", "threshold", "why"], [18, 24, 40, 14, 22, 44]
+    header = ["experiment", "id", "statement", "paper", "threshold", "why", "mechanism control"]
+    widths = [18, 24, 34, 12, 20, 36, 18]
     rows, checks = declared_claims_rows(exps), declared_claims_rows(exps, "check")
     print(table(rows, header, widths))
-    print(f"\n{len(rows)} claims in {len(exps)} experiment{'s' if len(exps) != 1 else ''}.")
+    bare = sum(r[-1] == "none" for r in rows)
+    print(f"\n{len(rows)} claims in {len(exps)} experiment{'s' if len(exps) != 1 else ''}"
+          + (f"; {bare} with no mechanism control (not counted as results until one targets them)." if bare
+             else "; each targeted by a mechanism control."))
+    ctl = [[e.id, k.name, k.premise, ", ".join(k.trained), ", ".join(k.targets(e.claims))]
+           for e in exps for k in e.controls if k.kind == "mechanism"]
+    if ctl:
+        print("\nMechanism controls (the net stays trained; the premise or mechanism below is removed):\n")
+        print(table(ctl, ["experiment", "control", "removes", "trained", "must defeat"], [18, 16, 50, 18, 40]))
+    regime = [r for e in exps for r in assumption_rows(e)]
+    if regime:
+        print("\nAssumptions of the theorems, met (✓) or broken on purpose (✗) by each preset:\n")
+        print(table(regime, ["experiment", "assumption", "requires", "presets", "how"], [18, 14, 40, 26, 46]))
     if checks:  # apart: they hold by construction or test the generator, and are never counted
         print("\nChecks (by construction, or of the data generator; judged and shown, not counted):\n")
         print(table(checks, header, widths))

@@ -40,8 +40,15 @@ def _anchor(*parts: str) -> str:
     return "-".join(p.replace(".", "-").replace("/", "-") for p in parts)
 
 
-def _verdict(holds: bool) -> str:
-    return '<span class="ok nw">✓ holds</span>' if holds else '<span class="bad nw">✗ fails</span>'
+_MARK = {"held": ("ok", "✓ holds"), "failed": ("bad", "✗ fails"), "inconclusive": ("warn", "? inconclusive"),
+         "unverified": ("warn", "∼ unverified")}
+
+
+def _verdict(c) -> str:
+    cls, text = _MARK.get(c.status, ("bad", "✗ fails"))
+    extra = c.verdict.removeprefix(c.status) if c.status == "inconclusive" else ""
+    return f'<span class="{cls} nw">{text}</span>' + (f'<br><span class="muted">{_e(extra.strip())}</span>'
+                                                       if extra.strip() else "")
 
 
 def _img(path: Path, caption: str) -> str:
@@ -66,6 +73,7 @@ def _first_screen(report: Report) -> str:
     rows = []
     for pv in report.papers:
         held, total = pv.held
+        sc = pv.statuses
         cls = "ok" if total and held == total else ("bad" if total else "warn")
         ran = sum(bool(e.runs) for e in pv.experiments)
         missing = ", ".join(f'<a href="#{_anchor(e.id)}">{_e(e.id)}</a>'
@@ -74,11 +82,12 @@ def _first_screen(report: Report) -> str:
         never = "; ".join(f"<code>{_e(p)}</code>: {_e(', '.join(ids))}" for p, ids in pv.never_run()) or "—"
         ch, ct = pv.checks
         rows.append([f'<a href="#{_anchor(pv.key)}">{_e(pv.title)}</a>',
-                     f'<span class="pill {cls}">{held}/{total}</span>', f"{ch}/{ct}" if ct else "—",
+                     f'<span class="pill {cls}">{held}/{total}</span>',
+                     f"{sc['failed']} / {sc['inconclusive']} / {sc['unverified']}", f"{ch}/{ct}" if ct else "—",
                      f"{ran}/{len(pv.experiments)}", missing, failed, f'<span class="muted">{never}</span>'])
     out = ["<h2 id='summary'>Does it reproduce?</h2>",
-           _table(["paper", "claims held", "checks (not counted)", "experiments run", "runs missing", "runs failed",
-                   "presets never run"], rows, {1, 2, 3})]
+           _table(["paper", "claims held", "failed / inconclusive / unverified", "checks (not counted)",
+                   "experiments run", "runs missing", "runs failed", "presets never run"], rows, {1, 2, 3, 4})]
     for pv in report.papers:  # every experiment one click away, with its verdict
         chips = []
         for e in pv.experiments:
@@ -104,16 +113,27 @@ def _claims(rv: RunView) -> str:
         row = [f"<code>{_e(c.id)}</code>" + (" <span class='muted'>check, not counted</span>" if c.kind == "check"
                                              else ""), _e(c.statement), _e(c.source)]
         row += [_e(fmt_value(c.paper_value))] if with_paper else []
-        row += [_e(fmt_value(c.measured)), _e(c.threshold), _verdict(c.holds)]
+        row += [_e(fmt_value(c.measured)), _e(c.interval), _e(c.threshold), _verdict(c)]
         if with_ctl:
             row.append("<br>".join(f"{_e(n)}: {_e(fmt_value(m))} "
                                    + ('<span class="bad">holds (a defect)</span>' if h
                                       else '<span class="ok">fails, as it should</span>')
                                    for n, m, h in c.controls) or "—")
         rows.append(row)
-    header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "threshold",
-              "verdict"]
+    header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "95% interval",
+              "threshold", "verdict"]
     return _table(header + (["control"] if with_ctl else []), rows, {3, 4} if with_paper else {3})
+
+
+def _assumptions(s: dict) -> str:
+    """The theorem's premises as this run's preset meets or breaks them."""
+    rows = [[_e(a.get("ref", "")), _e(a.get("text", "")),
+             '<span class="ok">✓ met</span>' if a.get("met") else '<span class="warn">✗ broken on purpose</span>',
+             _e(a.get("why", ""))] for a in s.get("assumptions") or []]
+    if not rows:
+        return ""
+    return "<p>Assumptions of the theorems in this preset:</p>" + _table(["assumption", "requires", "here", "how"],
+                                                                          rows)
 
 
 def _run(ev: ExpView, rv: RunView) -> str:
@@ -124,6 +144,8 @@ def _run(ev: ExpView, rv: RunView) -> str:
     out = [f"<div class='run' id='{_anchor(ev.id, rec.dir.name)}'>",
            f"<h4>run <code>{_e(rec.dir.name)}</code> · preset <code>{_e(s.get('preset', '?'))}</code> · {status} · "
            f"{held}/{total} claims hold · {_e(rv.provenance.get('date', ''))}</h4>"]
+    if regime := _assumptions(s):
+        out.append(regime)
     if s.get("message"):
         out.append(f"<p class='bad'>{_e(s['message'])}</p>")
     if made := rec.made_by:

@@ -52,13 +52,14 @@ def _claims(rv: RunView) -> list[str]:
     for c in rv.claims:
         row = [f"`{c.id}`" + (" (check, not counted)" if c.kind == "check" else ""), c.statement, c.source]
         row += [fmt_value(c.paper_value)] if with_paper else []
-        row += [fmt_value(c.measured), c.threshold, "✓ holds" if c.holds else "✗ fails"]
+        mark = {"held": "✓ holds", "failed": "✗ fails", "unverified": "∼ unverified"}.get(c.status, "? " + c.verdict)
+        row += [fmt_value(c.measured), c.interval, c.threshold, mark]
         if with_ctl:
             row.append("; ".join(f"{n}: {fmt_value(m)} ({'holds: a defect' if h else 'fails, as it should'})"
                                  for n, m, h in c.controls) or "—")
         rows.append(row)
-    header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "threshold",
-              "verdict"]
+    header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "95% interval",
+              "threshold", "verdict"]
     return _table(header + (["control"] if with_ctl else []), rows)
 
 
@@ -72,6 +73,12 @@ def _run(ev: ExpView, rv: RunView, figs: _Figures) -> list[str]:
     if made := rec.made_by:
         out += [f"**made by featlab {made}**, not this version: `featlab run {s.get('experiment')} --force` redoes it",
                 ""]
+    regime = s.get("assumptions") or []
+    if regime:
+        out += ["Assumptions of the theorems in this preset:", "",
+                *_table(["assumption", "requires", "here", "how"],
+                        [[a.get("ref", ""), a.get("text", ""), "✓ met" if a.get("met") else "✗ broken on purpose",
+                          a.get("why", "")] for a in regime])]
     out += _claims(rv)
     for f in rec.figures:
         link = figs.link(f, f"{ev.id}-{rec.dir.name}-{f.name}")
@@ -102,10 +109,12 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
         ran = sum(bool(e.runs) for e in pv.experiments)
         failed = ", ".join(e.id for e in pv.failed)
         ch, ct = pv.checks
-        rows.append([pv.title, f"{held}/{total}", f"{ch}/{ct}" if ct else "—", f"{ran}/{len(pv.experiments)}",
-                     missing or "—", failed or "—", never])
-    out += _table(["paper", "claims held", "checks (not counted)", "experiments run", "runs missing", "runs failed",
-                   "presets never run"], rows)
+        sc = pv.statuses
+        rows.append([pv.title, f"{held}/{total}", f"{sc['failed']} / {sc['inconclusive']} / {sc['unverified']}",
+                     f"{ch}/{ct}" if ct else "—", f"{ran}/{len(pv.experiments)}", missing or "—", failed or "—",
+                     never])
+    out += _table(["paper", "claims held", "failed / inconclusive / unverified", "checks (not counted)",
+                   "experiments run", "runs missing", "runs failed", "presets never run"], rows)
     if report.problems:
         out += ["Unreadable run folders (not in this report):", "", *(f"- `{p}`: {w}" for p, w in report.problems), ""]
     for pv in report.papers:

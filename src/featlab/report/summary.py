@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ..runs.index import Runs, config_diff, find_runs
-from ..runs.record import RunRecord
+from ..runs.record import STATUSES, RunRecord, status, status_counts
 from ..runs.registry import list_experiments, papers
 from ..text import fmt_value
 from .sweeps import SweepTable, find_sweeps
+from .tables import interval_text, verdict_text
 
 NOT_RUN_FILE = "reproduce.json"  # written by `featlab reproduce`: experiments it could not or did not run, and why
 
@@ -33,6 +34,9 @@ class ClaimRow:
     holds: bool
     controls: list[tuple[str, Any, bool]] = field(default_factory=list)  # (control name, measured, holds)
     kind: str = "claim"  # or "check": shown apart, never counted
+    status: str = ""  # held / failed / inconclusive / unverified
+    interval: str = "exact"  # the 95 % interval as text ('exact': a statement about every unit of the run)
+    verdict: str = ""  # the status as shown (an inconclusive one with the units that would settle it)
 
 
 @dataclass
@@ -69,6 +73,17 @@ class PaperView:
     def held(self) -> tuple[int, int]:
         counts = [r.held for e in self.experiments for r in e.runs[:1]]
         return sum(h for h, _ in counts), sum(t for _, t in counts)
+
+    @property
+    def statuses(self) -> dict[str, int]:
+        """{held, failed, inconclusive, unverified: how many} over the latest runs' claims (checks apart)."""
+        return status_counts(c for e in self.experiments for r in e.runs[:1] for c in r.rec.claims)
+
+    def counts_text(self) -> str:
+        held, total = self.held
+        sc = self.statuses
+        rest = ", ".join(f"{sc[s]} {s}" for s in STATUSES[1:] if sc.get(s))
+        return f"{held}/{total} claims held" + (f", {rest}" if rest else "")
 
     @property
     def checks(self) -> tuple[int, int]:
@@ -150,7 +165,8 @@ def run_view(rec: RunRecord, controls: Sequence[RunRecord] = ()) -> RunView:
     rows = []
     for c in rec.claims:
         row = ClaimRow(c.get("id", "?"), c.get("statement", ""), c.get("source", ""), c.get("paper_value"),
-                       c.get("measured"), c.get("threshold", ""), bool(c.get("holds")), kind=c.get("kind", "claim"))
+                       c.get("measured"), c.get("threshold", ""), bool(c.get("holds")), kind=c.get("kind", "claim"),
+                       status=status(c), interval=interval_text(c), verdict=verdict_text(c))
         for ctl in ctl_runs:
             for cc in ctl.claims:
                 if cc.get("id") == row.id:
@@ -229,8 +245,10 @@ def failures(report: Report) -> list[str]:
                 continue
             for c in rv.claims:
                 if not c.holds:
-                    lines.append(f"✗ {ev.id} {c.id}: measured {fmt_value(c.measured)}, needs {c.threshold} "
-                                 f"— try: {try_command(ev.id, ev.presets)}")
+                    mark = "✗" if c.status == "failed" else "?"
+                    lines.append(f"{mark} {ev.id} {c.id}: {c.verdict}: measured {fmt_value(c.measured)} "
+                                 f"{'' if c.interval == 'exact' else c.interval + ' '}, needs {c.threshold} "
+                                 f"— try: {try_command(ev.id, ev.presets)}".replace(" ,", ","))
     return lines
 
 
@@ -238,11 +256,10 @@ def console_summary(report: Report, paths: list[Path] | None = None) -> str:
     """The end of ``featlab reproduce``: claims held per paper, each ✗ in one line, what was not run, the report."""
     lines = []
     for pv in report.papers:
-        held, total = pv.held
         ran = sum(bool(e.runs) for e in pv.experiments)
         ch, ct = pv.checks
         more = f"; {ch}/{ct} checks, not counted" if ct else ""
-        lines.append(f"{pv.title}: {held}/{total} claims hold ({ran} of {len(pv.experiments)} experiments run{more})")
+        lines.append(f"{pv.title}: {pv.counts_text()} ({ran} of {len(pv.experiments)} experiments run{more})")
     lines += ["", *failures(report)] if failures(report) else []
     absent = [(ev.id, ev.not_run) for pv in report.papers for ev in pv.experiments if ev.not_run]
     if absent:

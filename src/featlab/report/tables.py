@@ -5,18 +5,38 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..runs.record import check_counts, claim_counts, is_check
+from ..runs.record import check_counts, counts_text, is_check, status
 from ..text import fmt_value, table
+
+
+def interval_text(c: dict[str, Any]) -> str:
+    """'[0.41, 0.58] (8 seeds)' — the 95 % interval of a judged claim; 'exact' when it has none."""
+    iv = c.get("interval")
+    if not iv:
+        return "exact"
+    return f"[{fmt_value(iv[0])}, {fmt_value(iv[1])}] ({c.get('n')} {c.get('unit') or 'units'})"
+
+
+def verdict_text(c: dict[str, Any]) -> str:
+    """held / FAILED / inconclusive (with the units that would settle it) / unverified."""
+    s = status(c)
+    if s == "failed":
+        return "FAILED"
+    if s == "inconclusive" and c.get("settle"):
+        return f"inconclusive (~{c['settle']} {c.get('unit') or 'units'} would settle it)"
+    return s
 
 
 def claims_table(claims: Iterable[dict[str, Any]], with_experiment: bool = False, title: str = "claim") -> str:
     rows = []
     for c in claims:
         row = [c.get("experiment", "")] if with_experiment else []
-        row += [c["statement"], c["source"], fmt_value(c["measured"]), c["threshold"], "✓" if c["holds"] else "✗"]
+        row += [c["statement"], c["source"], fmt_value(c["measured"]), interval_text(c), c["threshold"],
+                verdict_text(c)]
         rows.append(row)
-    header = (["experiment"] if with_experiment else []) + [title, "paper", "measured", "threshold", "ok"]
-    widths = ([18] if with_experiment else []) + [54, 16, 11, 24, 2]
+    header = (["experiment"] if with_experiment else []) + [title, "paper", "measured", "95% interval",
+                                                            "threshold", "verdict"]
+    widths = ([18] if with_experiment else []) + [46, 14, 10, 26, 22, 14]
     if not rows:
         return "(no claims)"
     return table(rows, header, widths)
@@ -37,8 +57,7 @@ def run_report(summary: dict[str, Any], run_dir: str, headline: list[str] | None
     lines.append("")
     claims = summary.get("claims", [])
     lines.append(claims_table([c for c in claims if not is_check(c)]))
-    held, total = claim_counts(claims)
-    lines.append(f"\n{held}/{total} claims hold.")
+    lines.append(f"\nclaims: {counts_text(claims)}.")
     if any(is_check(c) for c in claims):  # listed apart: they hold by construction or test the generator
         lines += ["", claims_table([c for c in claims if is_check(c)], title="check (not counted)")]
         lines.append("\n{}/{} checks hold (by construction or of the generator; not counted).".format(
@@ -54,11 +73,23 @@ def run_report(summary: dict[str, Any], run_dir: str, headline: list[str] | None
     return "\n".join(lines)
 
 
+def mechanism_controls(exp, claim_id: str) -> list:
+    """The mechanism controls (net trained, mechanism removed) that target a claim."""
+    return [k for k in exp.controls if k.kind == "mechanism" and claim_id in k.targets(exp.claims)]
+
+
 def declared_claims_rows(experiments, kind: str = "claim") -> list[list[str]]:
     """One row per declared claim of this kind ("claim" or "check"): experiment, id, statement, source, threshold
-    (as declared), why."""
-    return [[e.id, c.id, c.statement, c.source, c.threshold.text(), c.why] for e in experiments for c in e.claims
-            if c.kind == kind]
+    (as declared), why, and the mechanism controls that target it ('none' when only sanity controls do)."""
+    return [[e.id, c.id, c.statement, c.source, c.threshold.text(), c.why,
+             ", ".join(k.name for k in mechanism_controls(e, c.id)) or "none"]
+            for e in experiments for c in e.claims if c.kind == kind]
+
+
+def assumption_rows(exp) -> list[list[str]]:
+    """experiment, assumption, what it requires, then per preset ✓ (met) / ✗ (broken on purpose), and how."""
+    return [[exp.id, a.ref, a.text, " ".join(f"{p} {'✓' if m else '✗'}" for p, m in a.met.items()), a.why]
+            for a in exp.assumptions]
 
 
 def claims_markdown(experiments, papers: dict[str, str], results: dict[str, list] | None = None) -> str:
@@ -70,7 +101,13 @@ def claims_markdown(experiments, papers: dict[str, str], results: dict[str, list
              "Each claim is a statement of the paper with the threshold fixed before any run; `featlab run` judges it",
              "on the run's measurement. A threshold written `·unit` is a multiple of that quantity at the run's",
              "setting (e.g. `in [0.6, 1.4]·√(d/k)`). Every claim is targeted by a control — a setting where the",
-             "paper's statement should be false — and the test suite fails when a targeted claim holds there.",
+             "paper's statement should be false — and the test suite fails when a targeted claim holds there. A",
+             "**mechanism** control keeps the network trained (named metrics within a margin of the claim's own",
+             "run) and removes the mechanism or a premise of the theorem; a **sanity** control (an untrained net, a",
+             "tie) only shows the claim is not vacuous. A claim counts among the results only when a mechanism",
+             "control targets it. Each verdict is decided by the 95 % bootstrap interval of its measurement: held,",
+             "failed, or inconclusive when the interval straddles the threshold; unverified when the search it",
+             "rests on did not converge.",
              "A row marked (check) holds by construction or only tests the data generator or a hand-built model: it",
              "is judged and shown, but listed apart and never counted among the claims that hold.", ""]
     for key, title in papers.items():
@@ -86,10 +123,18 @@ def claims_markdown(experiments, papers: dict[str, str], results: dict[str, list
             for c in e.controls:
                 ov = " ".join(f"{k}={v}" for k, v in c.overrides.items())
                 which = "every claim" if not c.claims else ", ".join(f"`{t}`" for t in c.claims)
-                lines += [f"- Control `{c.name}` (`featlab run {e.id} --control-name {c.name}`, `{ov}`): "
+                what = (f"mechanism control, removes: {esc(c.premise)}; trained: "
+                        f"{', '.join(c.trained)} within {c.margin:g}" if c.kind == "mechanism" else "sanity control")
+                lines += [f"- Control `{c.name}` ({what}; `featlab run {e.id} --control-name {c.name}`, `{ov}`): "
                           f"{esc(c.why)}. Must defeat: {which}."]
             if not e.controls:
                 lines.append("- No control declared yet: these claims have not been shown able to fail.")
+            if e.assumptions:
+                lines += ["", "| assumption | requires | " + " | ".join(e.presets) + " | how |",
+                          "|---|---|" + "---|" * len(e.presets) + "---|"]
+                lines += [f"| {esc(a.ref)} | {esc(a.text)} | "
+                          + " | ".join({True: "✓", False: "✗"}.get(a.met.get(p), "") for p in e.presets)
+                          + f" | {esc(a.why)} |" for a in e.assumptions]
             lines += ["", "| id | statement | paper | threshold | why this threshold |", "|---|---|---|---|---|"]
             lines += [f"| `{c.id}`{' (check)' if c.kind == 'check' else ''} | {esc(c.statement)} | {esc(c.source)} "
                       f"| {esc(c.threshold.text())} | {esc(c.why)} |" for c in e.claims]

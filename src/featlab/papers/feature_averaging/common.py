@@ -28,7 +28,7 @@ from ...nn.twolayer import EnsembleTwoLayer, block_readout, sign_prediction, sig
 from ...train.loop import train
 from ...train.objectives import cross_entropy, logistic
 from . import measures
-from .data import MultiClusterDistribution
+from .data import MultiClusterDistribution, relabel
 
 
 class FADataConfig(ExperimentConfig):
@@ -52,6 +52,10 @@ class FADataConfig(ExperimentConfig):
     pairwise_cos: float = Field(0.0, ge=0, lt=1, description="cos(μ_i, μ_j) for near-orthogonal centres (Fig 9)")
     norm_scales: list[float] | None = Field(None, description="‖μ_j‖ = √d·scale_j (unequal norms); default all 1")
     shared_data: bool = Field(False, description="all seeds use seed 0's centres and data (only init differs)")
+    labels: Literal["cluster", "random", "shuffled-in-class"] = Field(
+        "cluster", description="training labels: the paper's (a function of the cluster), or a control's — "
+        "'random' (binary and fine labels re-drawn independently of the cluster) or 'shuffled-in-class' (fine "
+        "labels re-assigned at random inside each coarse class); see data.relabel")
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -120,7 +124,8 @@ def make_data(cfg: FADataConfig, seeds: list[int], dtype, device=None):
         data_seeds, cfg.k, cfg.d, cfg.positive_set(), alpha=cfg.alpha, sigma=cfg.sigma, centres=cfg.centres,
         pairwise_cos=cfg.pairwise_cos, norm_scales=cfg.norm_scales, dtype=dtype, device=device)
     n_test = getattr(cfg, "n_test", None)
-    batches = [dist.sample(cfg.n, data_seeds, "train")] + ([dist.sample(n_test, data_seeds, "test")] if n_test else [])
+    batches = [relabel(dist.sample(cfg.n, data_seeds, "train"), dist.positive, data_seeds, cfg.labels)]
+    batches += [dist.sample(n_test, data_seeds, "test")] if n_test else []  # test labels: always the paper's
     if cfg.shared_data:
         E = len(seeds)
         dist.mu = dist.mu.expand(E, -1, -1)
@@ -154,9 +159,14 @@ def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
 
     def probe(step):
         with torch.no_grad():
-            acc = (sign_prediction(net(x)) == tr.y).to(x.dtype).mean(-1)
+            out = net(x)
+            acc = (sign_prediction(out) == tr.y).to(x.dtype).mean(-1)
             cos = measures.cosine_matrix(dist.mu, net.W)
-        return {"train_acc": acc, "cos_in_class_mean": measures.averaging_stats(cos, mask)["cos_in_class_mean"]}
+            q = tr.y.to(out.dtype) * out  # training margins q_i = y_i f(x_i) (Lemma 5.3)
+            lam = measures.coefficient_proxy(net.W, dist.mu)[:, mask.T]  # in-class λ_{s,r,j} (Lemma B.23)
+        return {"train_acc": acc, "cos_in_class_mean": measures.averaging_stats(cos, mask)["cos_in_class_mean"],
+                "margin_spread": q.amax(-1) - q.amin(-1), "margin_mean": q.mean(-1),
+                "lambda_in_class_min": lam.amin(-1), "lambda_in_class_max": lam.amax(-1)}
 
     res = train([net.W, net.b], lambda step: logistic(net(x), tr.y), cfg.T, seeds=seeds, lr=cfg.eta,
                 probe=probe, probe_every=cfg.probe_every, prefix=prefix, desc=f"{prefix}GD")

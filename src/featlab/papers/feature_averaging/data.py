@@ -110,3 +110,36 @@ class MultiClusterDistribution:
             ys.append(self.signs[j])
         x, y, c = torch.stack(xs), torch.stack(ys), torch.stack(cs)
         return Batch(x, y, {"cluster": c})
+
+
+def relabel(batch: Batch, positive: torch.Tensor, seeds: list[int], mode: str) -> Batch:
+    """Training labels of a control setting (not the paper's data), from the (seed, "relabel") stream.
+
+    ``random``: every label re-drawn at random, independent of the cluster — the binary label uniform on ±1 and
+    the fine label uniform on [k] (Def 3.1's premise that the label is a function of the cluster, removed);
+    ``shuffled-in-class``: each point's fine label re-assigned to a cluster of its own coarse class drawn at random
+    (the binary label unchanged), so fine labels carry the coarse class and nothing more (§4.2's premise that the
+    fine label names the point's cluster, removed). ``cluster``: the batch unchanged.
+    """
+    if mode == "cluster":
+        return batch
+    pos = positive.cpu()
+    k = pos.numel()
+    ys, cs = [], []
+    for e, s in enumerate(seeds):
+        g = generator(s, "relabel")
+        c_true, n = batch.info["cluster"][e].cpu(), batch.y.shape[-1]
+        if mode == "random":
+            c = torch.randint(k, (n,), generator=g)
+            y = (torch.randint(2, (n,), generator=g) * 2 - 1).to(batch.y.dtype)
+        elif mode == "shuffled-in-class":
+            jp, jn = pos.nonzero().flatten(), (~pos).nonzero().flatten()
+            rp = jp[torch.randint(len(jp), (n,), generator=g)]
+            rn = jn[torch.randint(len(jn), (n,), generator=g)]
+            c, y = torch.where(pos[c_true], rp, rn), batch.y[e].cpu()
+        else:  # pragma: no cover - validated by the config
+            raise ValueError(mode)
+        ys.append(y)
+        cs.append(c)
+    dev = batch.y.device
+    return Batch(batch.x, torch.stack(ys).to(dev), {**batch.info, "cluster": torch.stack(cs).to(dev)})

@@ -29,26 +29,29 @@ from ...config import check
 from ...data.images import ImageData
 from ...errors import DataError
 from ...nn.twolayer import logit_margin_readout
-from ...runs.claims import AtLeast, Claim, Control
 from ...runs.registry import experiment
 from ...text import table
 from ...train.checkpoints import fingerprint_of, run_checkpoints
 from ...train.image_config import ImageTrainFields, build_model, load_run_data
 from ...train.image_trainer import fit, predict
-from ...utils import torch_threads
+from ...train.objectives import erm_objective
+from ...utils import generator, torch_threads
 from . import deep_measures as dm
-
-# Fig 3 middle/right, read off the figure (±1 point): radii, robust accuracy (%) of the 10-class and 2-class models.
-PAPER_FIG3 = {
-    "mnist": ([round(0.1 * i, 2) for i in range(21)],
-              [99.6, 99.3, 98.8, 98.4, 97.8, 96.7, 95.8, 94.5, 92.8, 90.5, 87.8, 84.5, 80.3, 75.1, 69.5, 62.9,
-               55.9, 48.7, 41.4, 34.6, 28.1],
-              [99.2, 98.8, 98.1, 97.3, 96.2, 94.7, 92.6, 90.2, 86.5, 81.5, 75.3, 67.9, 58.3, 48.6, 39.4, 31.0,
-               23.7, 17.8, 12.8, 9.2, 7.0]),
-    "cifar10": ([round(0.08 * i, 2) for i in range(11)],
-                [98.4, 96.7, 94.2, 90.4, 85.4, 79.2, 72.2, 65.0, 57.4, 50.3, 43.6],
-                [97.1, 94.6, 90.4, 84.5, 76.6, 67.6, 59.1, 50.6, 42.9, 36.6, 31.2]),
-}
+from .deep_claims import (
+    ATTACK,
+    CLAIMS,
+    COARSE,
+    FIG3_EXPERIMENT,
+    FINE_SHUFFLED,
+    PAPER_FIG3,
+    RANDOM_LABELS,
+    SETTING_DIGITS,
+    SETTING_PAPER,
+    TRAINED_DIGITS,
+    UNTRAINED,
+    clean_claims,
+    fig3_clean,
+)
 
 
 class FAResNetConfig(ImageTrainFields):
@@ -57,9 +60,12 @@ class FAResNetConfig(ImageTrainFields):
 
     epochs: int = Field(100, ge=0, description="training epochs (0: both models at their init, the 'untrained' "
                         "control)")
-    kclass_labels: Literal["fine", "coarse"] = Field(
-        "fine", description="labels of the k-class arm: 'fine' (the k classes, §6.2) or 'coarse' (the 'coarse-labels' "
-        "control: no fine-grained information, so the arm is the 2-class arm's training of the same seed)")
+    kclass_labels: Literal["fine", "coarse", "shuffled"] = Field(
+        "fine", description="labels of the k-class arm: 'fine' (the k classes, §6.2), 'coarse' (the 'coarse-labels' "
+        "control: its k logits trained on the 2-class labels through Σ_{J+}p vs Σ_{J−}p) or 'shuffled' (the "
+        "'fine-shuffled' control: each image's fine label re-drawn at random within its coarse class)")
+    shuffle_labels: bool = Field(False, description="permute the training labels across images, once per seed (the "
+                                 "'random-labels' control)")
     dataset: Literal["digits", "mnist", "cifar10"] = Field("cifar10", description="dataset")
     positive: list[int] = Field([0, 1, 2, 3, 4], description="classes merged into the + label (J+): the dataset's "
                                 "0-based class labels (fa-synthetic numbers its clusters 1..k instead)")
@@ -80,42 +86,6 @@ class FAResNetConfig(ImageTrainFields):
         return self
 
 
-# ------------------------------------------------------------------------------------------ claims
-CLAIMS = [
-    Claim("fa.deep_kclass_more_robust", "on the test points both models classify correctly, the 10-class model's "
-          "robust accuracy averaged over the radii > 0 exceeds the 2-class model's (pp, 10-class − 2-class)",
-          "Fig 3, §6.2", AtLeast(lo=0, strict=True),
-          why="§6.2: 'models trained with 10-class labels have higher robust test accuracy than those trained with "
-              "2-class labels in all datasets'; strictly higher: > 0 pp. Measured where both are correct clean, so "
-              "the 2-class model's lower clean accuracy does not count as non-robustness"),
-    Claim("fa.deep_kclass_above_every_radius", "on the points both classify correctly, the 10-class curve is "
-          "strictly above the 2-class curve at every radius > 0 where they are not both at 100 % or both at 0 % "
-          "(smallest gap, pp)", "Fig 3", AtLeast(lo=0, strict=True),
-          why="Fig 3: the blue curve is above the red one at every radius > 0 of all three panels (smallest gap "
-              "0.5 pp, MNIST δ = 0.1). Strict, so that two identical models fail it (the former '≥ −1 pp', the "
-              "figure's reading precision, held for identical models); radii where both curves sit at 100 % or "
-              "0 % are left out, as Fig 3's grids stop before its curves get there"),
-]
-FIG3_EXPERIMENT = {"mnist": "fa-resnet-mnist", "cifar10": "fa-resnet-cifar10"}  # judges that dataset's Fig 3
-
-
-def _fig3_clean(dataset: str) -> dict[str, float]:
-    """Fig 3's clean (δ = 0) binary accuracy (%) of each model."""
-    _, p10, p2 = PAPER_FIG3[dataset]
-    return {"binary": p2[0], "multiclass": p10[0]}
-
-
-def _clean_claims(dataset: str) -> list[Claim]:
-    """fa.deep_<model>_clean: clean binary accuracy (%), balanced over the two labels, at least Fig 3's value at
-    δ = 0 minus 1 pp."""
-    return [Claim(f"fa.deep_{h}_clean", f"{h} model's clean binary test accuracy as in Fig 3 ({pv}%), balanced over "
-                  "the two labels", "Fig 3", AtLeast(lo=pv - 1),
-                  why="Fig 3 at δ = 0, read off the figure to ±1 pp. Balanced (the mean of the J+ and J− "
-                      "accuracies): the same as plain accuracy on MNIST's and CIFAR-10's near-balanced test sets, but "
-                      "a constant prediction scores 50 % (undefined when a label is missing), whatever the label mix")
-            for h, pv in _fig3_clean(dataset).items()]
-
-
 # ------------------------------------------------------------------------------------------ the experiment
 def run_fa_resnet(ctx) -> None:
     cfg: FAResNetConfig = ctx.cfg
@@ -123,24 +93,24 @@ def run_fa_resnet(ctx) -> None:
         data = load_run_data(ctx)
         pos_mask = _positive_mask(ctx, data.num_classes)
         masks: dict[str, list[torch.Tensor]] = {"binary": [], "multiclass": []}
+        points: dict[str, list[tuple[torch.Tensor, torch.Tensor]]] = {"binary": [], "multiclass": []}
         clean: dict[str, list[float]] = {k: [] for k in ("binary", "multiclass", "multiclass_kclass", "binary_balanced",
-                                 "multiclass_balanced")}
+                                 "multiclass_balanced", "binary_train", "multiclass_train")}
+        robust = ctx.judges(*(c.id for c in CLAIMS))
         for seed in ctx.seeds:
-            model, last = _train(ctx, data, pos_mask, "binary", seed, ck)
-            clean["binary"].append(last["test_acc"])
-            clean["binary_balanced"].append(last["test_acc_balanced"])
-            masks["binary"].append(dm.measure_robustness(ctx, model, data, pos_mask, "binary", seed))
-            coarse = cfg.kclass_labels == "coarse"
-            if not coarse:  # §6.2: the k-class model, read out as F^binary
-                model, last = _train(ctx, data, pos_mask, "multiclass", seed, ck)
-            # coarse-labels control: the 2-class labels give the 2-class arm's training (same seed, same labels,
-            # same init), so its network is reused and read out and attacked through the k-class path (G, J+ = {1})
-            clean["multiclass"].append(last["test_acc"])
-            clean["multiclass_balanced"].append(last["test_acc_balanced"])
-            clean["multiclass_kclass"].append(math.nan if coarse else last["test_acc_kclass"])
-            masks["multiclass"].append(dm.measure_robustness(
-                ctx, model, data, pos_mask, "multiclass", seed,
-                torch.tensor([False, True], device="cpu") if coarse else None))
+            y_train = _training_labels(cfg, data.y_train, pos_mask, seed)
+            for head in ("binary", "multiclass"):
+                model, last = _train(ctx, data, pos_mask, head, seed, ck, y_train[head])
+                clean[head].append(last["test_acc"])
+                clean[f"{head}_balanced"].append(last["test_acc_balanced"])
+                if head == "multiclass":
+                    clean["multiclass_kclass"].append(last.get("test_acc_kclass", math.nan))
+                tr, te = dm.readout_points(model, head, pos_mask, data, y_train["binary"].bool(), cfg.eval_batch)
+                clean[f"{head}_train"].append(float(tr.double().mean()))
+                points[head].append((te, pos_mask[data.y_test]))
+                # §6.2: the 2-class model, and the k-class model read out as F^binary
+                masks[head].append(dm.measure_robustness(ctx, model, data, pos_mask, head, seed) if robust else
+                                   torch.zeros(1 + len(cfg.radii), 0, dtype=torch.bool))
         curves = dm.summarise(ctx, masks, clean)
         _draw(ctx, curves, data.num_classes)
         if cfg.smoke:
@@ -151,7 +121,24 @@ def run_fa_resnet(ctx) -> None:
         judge_clean = ds in PAPER_FIG3 and ctx.experiment_id == FIG3_EXPERIMENT[ds]
         if ds in PAPER_FIG3 and not judge_clean:
             ctx.note(f"the clean accuracies of Fig 3 on {ds} are claims of {FIG3_EXPERIMENT[ds]}, not judged here")
-        dm.judge(ctx, curves, clean, _fig3_clean(ds) if judge_clean else None)
+        dm.judge(ctx, masks, points, fig3_clean(ds) if judge_clean else None)
+
+
+def _training_labels(cfg: FAResNetConfig, y: torch.Tensor, pos_mask: torch.Tensor, seed: int) -> dict:
+    """The training labels of each arm: the 2-class arm's targets (1 = J+) and the k-class arm's fine labels (the
+    coarse labels under 'coarse-labels'), after the controls' re-draws (drawn on the CPU, per seed)."""
+    if cfg.shuffle_labels:  # 'random-labels': the labels permuted across images
+        y = y[torch.randperm(len(y), generator=generator(seed, "random-labels"))]
+    coarse = pos_mask[y].long()
+    fine = y
+    if cfg.kclass_labels == "shuffled":  # 'fine-shuffled': a uniform class of the image's own coarse label
+        g = generator(seed, "fine-shuffled")
+        side = [pos_mask.nonzero().flatten(), (~pos_mask).nonzero().flatten()]
+        fine = torch.where(pos_mask[y], side[0][torch.randint(len(side[0]), y.shape, generator=g)],
+                           side[1][torch.randint(len(side[1]), y.shape, generator=g)])
+    elif cfg.kclass_labels == "coarse":
+        fine = coarse
+    return {"binary": coarse, "multiclass": fine}
 
 
 def _positive_mask(ctx, k: int) -> torch.Tensor:
@@ -180,13 +167,18 @@ def augment(x: torch.Tensor, g: torch.Generator, pad: int = 4) -> torch.Tensor:
     return t.gather(3, cols[:, None, None, :].expand(n, c, h, w))
 
 
-def _train(ctx, data: ImageData, pos_mask: torch.Tensor, head: str, seed: int, ck):
-    """Train the 2-class (``binary``) or k-class (``multiclass``) model of one seed: (model, last epoch's row)."""
+def _train(ctx, data: ImageData, pos_mask: torch.Tensor, head: str, seed: int, ck, labels: torch.Tensor):
+    """Train the 2-class (``binary``: labels 1 = J+) or k-class (``multiclass``: fine labels, or the coarse ones
+    under 'coarse-labels') model of one seed on ``labels``: (model, last epoch's row)."""
     cfg: FAResNetConfig = ctx.cfg
     k = data.num_classes
-    labels = pos_mask[data.y_train].long() if head == "binary" else data.y_train  # binary target: 1 = J+
     model = build_model(cfg.model, data.shape[0], 2 if head == "binary" else k, cfg.width, seed,
                         normalize=(data.mean, data.std))
+    coarse = head == "multiclass" and cfg.kclass_labels == "coarse"
+
+    def coarse_objective(m, x, y, g):  # CE of the coarse label under Σ_{J+}p vs Σ_{J−}p: log(Σ_{J+}p/Σ_{J−}p) = G
+        g_score = logit_margin_readout(m(x), pos_mask.to(x.device))
+        return F.cross_entropy(torch.stack([torch.zeros_like(g_score), g_score], -1), y)
 
     def batch_fn(idx, g):
         x = data.x_train[idx]
@@ -198,7 +190,7 @@ def _train(ctx, data: ImageData, pos_mask: torch.Tensor, head: str, seed: int, c
         pred_pos = logits.argmax(-1) == 1 if head == "binary" else logit_margin_readout(logits, pos_mask) > 0
         row = {"test_acc": (pred_pos == y_pos).double().mean().item(),
                "test_acc_balanced": dm.balanced_accuracy(pred_pos, y_pos)}
-        if head == "multiclass":
+        if head == "multiclass" and not coarse:
             row["test_acc_kclass"] = (logits.argmax(-1) == data.y_test).double().mean().item()
         return row
 
@@ -206,7 +198,8 @@ def _train(ctx, data: ImageData, pos_mask: torch.Tensor, head: str, seed: int, c
         model.eval()
         with torch.no_grad():
             return model, evaluate(model)
-    res = ctx.trained(fit(model, batch_fn, len(data.y_train), cfg.fit_spec(), evaluate=evaluate, seed=seed,
+    res = ctx.trained(fit(model, batch_fn, len(labels), cfg.fit_spec(), evaluate=evaluate, seed=seed,
+                          objective=coarse_objective if coarse else erm_objective,
                           device=ctx.device, checkpoint=ck / f"{head}-seed{seed}.pt",
                           fingerprint=fingerprint_of(ctx.experiment_id, cfg, head=head), desc=f"{head} seed {seed}",
                           prefix=f"{head}."))
@@ -255,18 +248,10 @@ FA_CIFAR: dict[str, Any] = {
     "dataset": "cifar10", "model": "resnet18", "width": 64, "seeds": 1, "epochs": 200, "batch_size": 128,
     "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "cosine",
     "augment": True, "radii": [round(0.08 * i, 2) for i in range(11)]}
-COARSE = Control("coarse-labels", {"kclass_labels": "coarse", "seeds": 1},
-                 "the k-class arm gets no fine-grained information: trained on the 2-class labels it is the 2-class "
-                 "arm's training (same seed), read out and attacked through the k-class path; the two arms coincide, "
-                 "so neither is more robust (one seed: they coincide for every seed)",
-                 claims=tuple(c.id for c in CLAIMS))
 TINY = {"seeds": 1, "epochs": 1, "width": 2, "augment": True, "radii": [0, 0.3], "n_attack": 8, "pgd_steps": 2}
-UNTRAINED = Control("untrained", {"epochs": 0}, "epochs = 0: both networks at their random init, same data and "
-                    "measurements; an untrained network is not accurate", claims=("fa.deep_binary_clean",
-                                                                                    "fa.deep_multiclass_clean"))
 experiment("fa-resnet-digits", paper="feature-averaging", reference=FA_REF + " on 8×8 digits",
            summary=FA_SUMMARY + " (8×8 digits, small CNN, CPU)", config=FAResNetConfig, claims=CLAIMS,
-           controls=[COARSE],
+           controls=[FINE_SHUFFLED, COARSE], assumptions=[SETTING_DIGITS, TRAINED_DIGITS, ATTACK],
            presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 16, "seeds": 3, "epochs": 30,
                               "batch_size": 128, "optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "cpu_threads": 1,
                               "weight_decay": 5e-4, "schedule": "cosine",
@@ -277,7 +262,8 @@ experiment("fa-resnet-digits", paper="feature-averaging", reference=FA_REF + " o
            tiny=TINY)(run_fa_resnet)
 for _name, _p in (("fa-resnet-mnist", FA_MNIST), ("fa-resnet-cifar10", FA_CIFAR)):
     experiment(_name, paper="feature-averaging", reference=FA_REF, summary=FA_SUMMARY + f" ({_p['dataset']})",
-               config=FAResNetConfig, claims=CLAIMS + _clean_claims(_p["dataset"]), controls=[COARSE, UNTRAINED],
+               config=FAResNetConfig, claims=CLAIMS + clean_claims(_p["dataset"]),
+               controls=[FINE_SHUFFLED, COARSE, RANDOM_LABELS, UNTRAINED], assumptions=[SETTING_PAPER, ATTACK],
                presets={"paper": dict(_p), "quick": {**_p, "dataset": "digits", "smoke": True, "model": "smallcnn",
                                                      "width": 16, "epochs": 8, "batch_size": 64, "lr": 0.05,
                                                      "augment": False, "cpu_threads": 1, "n_attack": 200,

@@ -18,6 +18,9 @@ Decisions (the paper is silent; they follow the official code unless said otherw
   (``partner="fixed"``, the code), or redrawn at every access (``partner="resample"``).
 * Inputs are whatever the caller passes (the code normalises first, then scales and concatenates, so the test
   zeros are zeros in normalised space).
+* ``spurious=False`` (a control, not the paper): every training example is its test view, the image beside zeros,
+  with the same draws of partners and γ as the paper's wrapper (so the data order and everything else match); the
+  spurious feature is removed and the training and test distributions are the same.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def class_pairing(k: int, generator: torch.Generator) -> torch.Tensor:
 
 class SpuriousChannels(torch.utils.data.Dataset):
     def __init__(self, x: torch.Tensor, y: torch.Tensor, num_classes: int | None = None, *, seed: int = 0,
-                 partner: str = "fixed", generator: torch.Generator | None = None):
+                 partner: str = "fixed", generator: torch.Generator | None = None, spurious: bool = True):
         if x.dim() != 4 or y.dim() != 1 or len(x) != len(y):
             raise ConfigError(f"SpuriousChannels needs images (N, C, H, W) and labels (N,); got {tuple(x.shape)} "
                               f"and {tuple(y.shape)}")
@@ -62,7 +65,7 @@ class SpuriousChannels(torch.utils.data.Dataset):
         if empty:
             raise ConfigError(f"SpuriousChannels: class {empty[0]} has no training image to serve as a partner; "
                               f"use a training set holding every class")
-        self.partner_mode = partner
+        self.partner_mode, self.spurious = partner, spurious
         self.partners = self._draw_partners(torch.arange(len(self.y), device=self.y.device), g)
         self.generator = generator if generator is not None else make_generator(seed, "spurious/gamma")
 
@@ -90,6 +93,8 @@ class SpuriousChannels(torch.utils.data.Dataset):
         partner = self._draw_partners(idx, g) if self.partner_mode == "resample" else self.partners[idx]
         gamma = torch.rand(len(idx), generator=g, dtype=self.x.dtype, device=g.device).reshape(-1, 1, 1, 1)
         gamma = gamma.to(self.x.device)  # drawn where the generator lives, used where the images live
+        if not self.spurious:  # the control: drawn as above (same RNG stream), then the test view
+            return self.test_view(self.x[idx]), self.y[idx]
         xb = torch.cat([gamma * self.x[idx], (1 - gamma) * self.x[partner]], 1)
         return xb, self.y[idx]
 
