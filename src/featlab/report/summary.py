@@ -245,10 +245,10 @@ def failures(report: Report) -> list[str]:
                 continue
             for c in rv.claims:
                 if not c.holds:
-                    mark = "✗" if c.status == "failed" else "?"
-                    lines.append(f"{mark} {ev.id} {c.id}: {c.verdict}: measured {fmt_value(c.measured)} "
-                                 f"{'' if c.interval == 'exact' else c.interval + ' '}, needs {c.threshold} "
-                                 f"— try: {try_command(ev.id, ev.presets)}".replace(" ,", ","))
+                    mark, what = ("✗", "") if c.status == "failed" else ("?", f"{c.verdict}: ")
+                    iv = "" if c.interval == "exact" else f" {c.interval}"
+                    lines.append(f"{mark} {ev.id} {c.id}: {what}measured {fmt_value(c.measured)}{iv}, needs "
+                                 f"{c.threshold} — try: {try_command(ev.id, ev.presets)}")
     return lines
 
 
