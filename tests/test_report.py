@@ -144,3 +144,30 @@ def test_collect_provenance_names_date_device_and_commit():
     p = collect_provenance(torch.device("cpu"))
     assert p["device"].startswith("cpu") and p["date"][:2] == "20" and p["device_type"] == "cpu"
     assert set(p) <= {"device_type", "date", "device", "git_commit"}  # git_commit only when run from a checkout
+
+
+def test_reproduce_runs_several_presets_and_shows_their_verdicts_side_by_side(toy, out, capsys):
+    code = main(["reproduce", "toy-repro", "--preset", "quick,cpu-long", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 1  # toyr-data still cannot run
+    assert "toyr-ok --preset cpu-long" in text and "toyr-smoke" in text  # the smoke one: not run, with its reason
+    assert "presets side by side (the latest run of each):" in text
+    assert "toyr-ok: quick 1/2 held (1 failed) · cpu-long 1/2 held (1 failed)" in text
+    assert "has no preset quick or cpu-long" not in text  # toyr-ok has both; toyr-data/smoke have quick
+    page = (out / "report.md").read_text(encoding="utf-8")
+    assert "Presets side by side: quick 1/2 held (1 failed) · cpu-long 1/2 held (1 failed)." in page
+
+
+def test_an_inconclusive_claim_is_counted_apart_with_the_units_that_would_settle_it(toy, out, capsys):
+    @toy.experiment("toyr-noisy", reference="Fig 3", summary="a noisy score", paper="toy-repro", config=ToyConfig,
+                    presets={"quick": {}, "paper": {}},
+                    claims=[Claim("toyr.noisy", "mean score >= 0.9", "Thm 3", AtLeast(lo=0.9))])
+    def noisy(ctx):
+        s = torch.tensor([0.2, 1.6, 0.5, 1.3])  # mean 0.9: its interval straddles 0.9
+        ctx.claim("toyr.noisy", s.mean().item(), samples=s)
+
+    assert main(["run", "toyr-noisy", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "claims: 0/1 held (1 inconclusive)." in text and "would settle it" not in text  # on the bound: no n does
+    assert main(["reproduce", "toy-repro", "--out", str(out), "--strict"]) == 1
+    assert "1 inconclusive" in capsys.readouterr().out

@@ -12,7 +12,9 @@ from ..runs.record import RunRecord
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", default="quick", help="quick (CPU, about a minute per experiment; default) or paper")
+    p.add_argument("--preset", default="quick", help="quick (CPU, about a minute per experiment; default), theory "
+                   "(the theorems' assumptions, where an experiment has it), paper; reproduce takes several, "
+                   "comma-separated, and shows their verdicts side by side")
     p.add_argument("--out", default="runs", help="output folder (default ./runs)")
     p.add_argument("--force", action="store_true", help="retrain even if an identical complete run exists")
     p.add_argument("--strict", action="store_true", help="exit 1 when a claim does not hold")

@@ -14,6 +14,7 @@ from ..config import parse_overrides
 from ..errors import ConfigError, FeatlabError, RunRecordError
 from ..report.pages import write_report
 from ..report.summary import NOT_RUN_FILE, build, console_summary
+from ..runs.record import counts_text
 from ..runs.registry import Experiment, list_experiments, papers
 from ..runs.runner import resolve_config, run
 from ..utils import atomic_write
@@ -54,8 +55,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     report = build(root, _check_paper(a.paper), all_runs=a.all)
     paths = write_report(report, a.out or root / "report.html")
     for pv in report.papers:
-        held, total = pv.held
-        print(f"{pv.title}: {held}/{total} claims hold")
+        print(f"{pv.title}: {pv.counts_text()}")
     print("report: " + " and ".join(str(p) for p in paths))
     return 0
 
@@ -81,21 +81,44 @@ def _record_not_run(out: Path, ran: list[str], not_run: dict[str, str]) -> None:
                                indent=2, ensure_ascii=False))
 
 
+def _plan(exps: list[Experiment], presets: list[str]) -> tuple[list[tuple[Experiment, str]], dict[str, str]]:
+    """(experiment, preset) pairs to run, and why the others are not run. Each experiment runs at each asked preset
+    it has; one with none of them (``--preset theory`` on an experiment with no theory preset) is listed as not run."""
+    todo, not_run = [], {}
+    for e in exps:
+        mine = [p for p in presets if p in e.presets]
+        if not mine:
+            not_run[e.id] = f"has no preset {' or '.join(presets)} (its presets: {', '.join(e.presets)})"
+        for p in mine:
+            if e.is_smoke(p):
+                not_run.setdefault(e.id, e.smoke_reason(p))
+            else:
+                todo.append((e, p))
+    ran = {e.id for e, _ in todo}
+    return todo, {k: v for k, v in not_run.items() if k not in ran}
+
+
 def cmd_reproduce(a: argparse.Namespace) -> int:
-    """Goes on past an experiment that cannot run; ends with a report page."""
+    """Goes on past an experiment that cannot run; ends with a report page. ``--preset quick,theory`` runs both
+    presets where an experiment has them and shows their verdicts side by side."""
     words = [a.paper, *a.overrides] if a.paper and "=" in a.paper else list(a.overrides)
     paper = _check_paper(None if a.paper and "=" in a.paper else a.paper)
     exps = list_experiments(paper)
     per_exp = _split_overrides(exps, parse_overrides(words))
-    not_run = {e.id: e.smoke_reason(a.preset) for e in exps if e.is_smoke(a.preset)}
-    todo = [e for e in exps if e.id not in not_run]
-    for e in todo:  # bad overrides or presets fail here, before anything trains
-        resolve_config(e.id, a.preset, overrides=per_exp[e.id])
+    presets = [p.strip() for p in a.preset.split(",") if p.strip()]
+    if not presets:
+        raise ConfigError("--preset: name a preset (quick, paper, theory, ...) or several separated by commas")
+    todo, not_run = _plan(exps, presets)
+    if not todo and not not_run:
+        raise ConfigError(f"--preset: no experiment of this reproduction has a preset {a.preset!r}")
+    for e, p in todo:  # bad overrides or presets fail here, before anything trains
+        resolve_config(e.id, p, overrides=per_exp[e.id])
     out, chosen, broken = Path(a.out), {}, []
-    for i, e in enumerate(todo, 1):
-        print(f"[{i}/{len(todo)}] {e.id} ({e.reference}) ...", flush=True)
+    for i, (e, p) in enumerate(todo, 1):
+        print(f"[{i}/{len(todo)}] {e.id} ({e.reference}){'' if len(presets) == 1 else f' --preset {p}'} ...",
+              flush=True)
         try:
-            rec = run(e.id, a.preset, out=out, force=a.force, **per_exp[e.id])
+            rec = run(e.id, p, out=out, force=a.force, **per_exp[e.id])
         except FeatlabError as err:  # e.g. a missing dataset: say so and go on with the others
             not_run[e.id] = f"could not run: {err}"
             broken.append(e.id)
@@ -106,9 +129,8 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
             not_run[e.id] = f"crashed ({type(err).__name__}: {err}); a bug, traceback printed by reproduce"
             broken.append(e.id)
             continue
-        chosen[e.id] = rec.dir
-        held, total = rec.held
-        print(f"    {rec.status}{' (existing run)' if rec.skipped else ''}, {held}/{total} claims hold, "
+        chosen.setdefault(e.id, rec.dir)  # the first preset asked is the one the report shows first
+        print(f"    {rec.status}{' (existing run)' if rec.skipped else ''}, claims {counts_text(rec.claims)}, "
               f"{rec.summary.get('elapsed_s', 0):.1f} s → {rec.dir}", flush=True)
         if not rec.ok:
             broken.append(e.id)

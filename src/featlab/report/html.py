@@ -93,8 +93,9 @@ def _first_screen(report: Report) -> str:
         for e in pv.experiments:
             held, total = e.runs[0].held if e.runs else (0, 0)
             cls = "muted" if not e.runs else ("ok" if held == total and e.runs[0].rec.ok else "bad")
+            side = f' <span class="muted">({_e(e.presets_text())})</span>' if len(e.by_preset) > 1 else ""
             chips.append(f'<a href="#{_anchor(e.id)}">{_e(e.id)}</a> <span class="{cls}">'
-                         f'{f"{held}/{total}" if e.runs else "not run"}</span>')
+                         f'{f"{held}/{total}" if e.runs else "not run"}</span>{side}')
         out.append(f"<p class='chips'><b>{_e(pv.title.split(' (')[0])}</b>: {' · '.join(chips)}</p>")
     if report.problems:
         out.append("<p class='warn'>Unreadable run folders (not in this report):</p><ul>"

@@ -122,6 +122,8 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
         out += [f"## {pv.title} — {held}/{total} claims hold", ""]
         for ev in pv.experiments:
             out += [f"### `{ev.id}` — {ev.reference}", ""]
+            if len(ev.by_preset) > 1:
+                out += [f"Presets side by side: {ev.presets_text()}.", ""]
             out += [ev.shows, ""] if ev.shows else []
             out += [f"*{ev.not_run}*", ""] if ev.not_run else []
             out += [f"Presets never run here: {', '.join(ev.never_run)}.", ""] if ev.never_run else []

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runs.index import Runs, config_diff, find_runs
-from ..runs.record import STATUSES, RunRecord, status, status_counts
+from ..runs.record import STATUSES, RunRecord, counts_text, status, status_counts
 from ..runs.registry import list_experiments, papers
 from ..text import fmt_value
 from .sweeps import SweepTable, find_sweeps
@@ -61,6 +61,11 @@ class ExpView:
     sweeps: list[SweepTable] = field(default_factory=list)
     not_run: str = ""  # why there is no run, when there is none
     never_run: list[str] = field(default_factory=list)  # presets with no run under OUT
+    by_preset: dict[str, RunRecord] = field(default_factory=dict)  # the latest run of each preset run under OUT
+
+    def presets_text(self) -> str:
+        """'quick 8/13 held · theory 5/13 held, 2 inconclusive': the verdicts of each preset run, side by side."""
+        return " · ".join(f"{p} {counts_text(r.claims)}" for p, r in self.by_preset.items())
 
 
 @dataclass
@@ -207,6 +212,10 @@ def build(out: str | Path, paper: str | None = None, all_runs: bool = False,
         ev.runs = [run_view(r, runs.of(exp.id, controls=True)) for r in (main if all_runs else main[:1])]
         ev.sweeps = find_sweeps(out, exp.id)
         ev.never_run = [p for p in exp.presets if not any(r.summary.get("preset") == p for r in main)]
+        for p in exp.presets:  # newest first: the first run of each preset is its latest
+            latest = next((r for r in main if r.summary.get("preset") == p and r.ok), None)
+            if latest is not None:
+                ev.by_preset[p] = latest
         if not main:
             ev.not_run = not_run_reason(exp, recorded)
         elif exp.id in recorded:
@@ -260,6 +269,10 @@ def console_summary(report: Report, paths: list[Path] | None = None) -> str:
         ch, ct = pv.checks
         more = f"; {ch}/{ct} checks, not counted" if ct else ""
         lines.append(f"{pv.title}: {pv.counts_text()} ({ran} of {len(pv.experiments)} experiments run{more})")
+    side = [f"  {ev.id}: {ev.presets_text()}" for pv in report.papers for ev in pv.experiments
+            if len(ev.by_preset) > 1]
+    if side:
+        lines += ["", "presets side by side (the latest run of each):", *side]
     lines += ["", *failures(report)] if failures(report) else []
     absent = [(ev.id, ev.not_run) for pv in report.papers for ev in pv.experiments if ev.not_run]
     if absent:
