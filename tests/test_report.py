@@ -171,3 +171,47 @@ def test_an_inconclusive_claim_is_counted_apart_with_the_units_that_would_settle
     assert "claims: 0/1 held (1 inconclusive)." in text and "would settle it" not in text  # on the bound: no n does
     assert main(["reproduce", "toy-repro", "--out", str(out), "--strict"]) == 1
     assert "1 inconclusive" in capsys.readouterr().out
+
+
+def test_sync_docs_rewrites_the_measured_sections_from_the_latest_run(toy, out, tmp_path, capsys):
+    from featlab.report.docs_sync import block_rows, blocks
+
+    assert main(["run", "toyr-ok", "--out", str(out)]) == 0
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    page = docs / "toy.md"
+    page.write_text("# Toy\n\nprose kept\n\n<!-- measured: toyr-ok quick -->\nstale 9/9\n<!-- /measured -->\n\n"
+                    "<!-- measured: toyr-ok paper -->\n<!-- /measured -->\nend\n", encoding="utf-8")
+    assert main(["report", str(out), "--sync-docs", str(docs)]) == 0
+    assert "docs: 1 measured sections written from runs; no run for toyr-ok (paper)" in capsys.readouterr().out
+    text = page.read_text(encoding="utf-8")
+    assert "stale 9/9" not in text and "prose kept" in text and text.endswith("end\n")
+    (exp, preset, body), (_, _, never) = blocks(text)
+    assert (exp, preset) == ("toyr-ok", "quick") and "Claims: **1/2 held (1 failed)**" in body
+    assert block_rows(body) == {"toyr.high": ">= 0.9", "toyr.higher": ">= 2"}
+    assert "Not run here at the `paper` preset" in never
+    assert main(["report", str(out), "--sync-docs", str(tmp_path / "nope")]) == 2
+
+
+def test_the_docs_measured_sections_list_the_declared_claims_and_thresholds():
+    """A measured section goes stale when a claim is added or its threshold moves: rerun and --sync-docs."""
+    from pathlib import Path
+
+    from featlab.report.docs_sync import block_rows, blocks
+    from featlab.runs.registry import get_experiment
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    found = 0
+    for page in docs.glob("*.md"):
+        for exp_id, preset, body in blocks(page.read_text(encoding="utf-8")):
+            exp = get_experiment(exp_id)
+            assert preset in exp.presets, f"{page.name}: {exp_id} has no preset {preset}"
+            rows = block_rows(body)
+            if not rows:
+                continue  # not run at that preset: the section says so
+            found += 1
+            declared = {c.id: c.threshold.text() for c in exp.claims}
+            assert set(rows) == set(declared), f"{page.name} {exp_id} {preset}: stale; rerun and --sync-docs"
+            stale = [i for i, t in rows.items() if declared[i] not in t]
+            assert stale == [], f"{page.name} {exp_id} {preset}: thresholds moved for {stale}; rerun and --sync-docs"
+    assert found or not any(blocks(p.read_text(encoding="utf-8")) for p in docs.glob("*.md"))

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..config import parse_overrides
 from ..errors import ConfigError, FeatlabError, RunRecordError
+from ..report.docs_sync import sync_docs
 from ..report.pages import write_report
 from ..report.summary import NOT_RUN_FILE, build, console_summary
 from ..runs.record import counts_text
@@ -36,6 +37,8 @@ def register(sub) -> None:
     r.add_argument("--out", default=None, metavar="FILE", help="the HTML file (default OUT/report.html); the "
                    "Markdown twin goes beside it (.md, figures in <name>_files/)")
     r.add_argument("--all", action="store_true", help="every run, not only the latest of each experiment")
+    r.add_argument("--sync-docs", metavar="DIR", default=None, help="also rewrite the measured sections of the "
+                   "pages in DIR (<!-- measured: EXPERIMENT PRESET --> blocks) from the latest runs under OUT")
     r.set_defaults(handler=cmd_report)
 
 
@@ -57,6 +60,13 @@ def cmd_report(a: argparse.Namespace) -> int:
     for pv in report.papers:
         print(f"{pv.title}: {pv.counts_text()}")
     print("report: " + " and ".join(str(p) for p in paths))
+    if a.sync_docs:
+        if not Path(a.sync_docs).is_dir():
+            raise ConfigError(f"--sync-docs: no folder {a.sync_docs!r}; pass the docs folder (e.g. docs)")
+        done = sync_docs(root, a.sync_docs)
+        missing = [f"{e} ({p})" for _, e, p, found in done if not found]
+        print(f"docs: {len(done) - len(missing)} measured sections written from runs"
+              + (f"; no run for {', '.join(missing)}" if missing else ""))
     return 0
 
 
