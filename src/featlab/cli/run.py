@@ -9,6 +9,7 @@ from typing import Any
 from ..config import parse_overrides
 from ..runs.registry import get_experiment
 from ..runs.runner import resolve_config, run
+from ..text import fmt_value
 from .options import add_run_options, print_run
 
 
@@ -56,7 +57,12 @@ def run_controls(a: argparse.Namespace, overrides: dict[str, Any]) -> int:
         targets = set(ctl.targets(exp.claims))
         held = [c["id"] for c in rec.claims if c["holds"] and c["id"] in targets]
         judged = sum(c["id"] in targets for c in rec.claims)
-        print(f"\ncontrol {ctl.name!r} ({ctl.why}): {len(held)}/{judged} claims hold; none may"
+        print(f"\n{ctl.kind} control {ctl.name!r} ({ctl.why}): {len(held)}/{judged} claims hold; none may"
               + (f" — a defect: {', '.join(held)}" if held else ""))
+        if ctl.kind == "mechanism":
+            trained = (rec.summary.get("control") or {}).get("trained_values") or {}
+            print(f"  removes: {ctl.premise}; the net still trains: "
+                  + ", ".join(f"{m} = {fmt_value(v)}" for m, v in trained.items())
+                  + f" (the claims' own run must not be higher by more than {ctl.margin:g})")
         code = max(code, 1 if not rec.ok or held else 0)
     return code
