@@ -236,17 +236,22 @@ def test_outside_package_registers_through_the_entry_point_group(isolated_regist
     assert registry.papers()["toy"].startswith("A toy paper")
 
     toy = registry.get_experiment("toy-demo")
-    assert toy.tiny and [c.name for c in toy.controls] == ["shuffled"]  # covered by the device test and a control
+    assert toy.tiny and [(c.name, c.kind) for c in toy.controls] == [("shifted", "mechanism"),
+                                                                       ("untrained", "sanity")]
     with ExplicitDevice(roots=(str(SRC), str(tmp_path))) as guard:  # the toy's own tensor factories are watched too
         res = featlab.run("toy-demo", out=out, device="cpu", **toy.tiny)
     assert guard.missing == [] and guard.devices == {"cpu"}
     res = featlab.run("toy-demo", out=out)
     assert res.ok and [c["id"] for c in res.claims] == ["toy.clean"]
-    assert res.claims[0]["holds"] and res.claims[0]["threshold"] == ">= 0.9"
+    assert res.claims[0]["status"] == "held" and res.claims[0]["threshold"] == ">= 0.9"
+    assert res.claims[0]["unit"] == "test points" and res.claims[0]["interval"][0] >= 0.9
     assert (res.dir / "figures" / "scores.png").is_file()
-    ctl = featlab.run("toy-demo", out=out, control="shuffled")  # the premise removed: the claim must fail there
-    assert ctl.ok and [c["holds"] for c in ctl.claims] == [False]
-    assert ctl.summary["metrics"]["net.clean_acc"] < 0.7
+    ctl = featlab.run("toy-demo", out=out, control="shifted")  # the premise removed: the claim must fail there
+    assert ctl.ok and [c["status"] for c in ctl.claims] == ["failed"]
+    assert ctl.summary["metrics"]["net.clean_acc"] < 0.1  # the net is as trained as before, the rule now wrong
+    assert ctl.summary["control"]["trained_values"]["net.train_acc"] >= res.summary["metrics"]["net.train_acc"] - 0.05
+    sanity = featlab.run("toy-demo", out=out, control="untrained")
+    assert [c["status"] for c in sanity.claims] == ["failed"]
     sys.modules.pop("toy_paper", None)
 
 
