@@ -31,7 +31,8 @@ def check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch):
     declared = {c.id: c for c in featlab.get_experiment(exp_id).claims}
     bare = [c["id"] for c in own.claims if c.get("kind") == "claim" and "interval" not in c
             and not declared[c["id"]].exact]
-    assert bare == [], f"{exp_id}: claims judged with neither samples nor a reason to be exact: {bare}"
+    assert preset != "quick" or bare == [], f"{exp_id}: claims judged with neither samples nor a reason to be " \
+        f"exact: {bare}"  # (toy inputs: a net that classifies no point leaves nothing to resample)
     info = ctl.summary["control"]
     assert info["kind"] == "mechanism" and info["premise"]
     targets = set(info["claims"])
@@ -42,7 +43,7 @@ def check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch):
     if preset != "quick":
         return  # toy inputs in the real formats: neither net trains at this size, so there is nothing to compare
     for m, value in info["trained_values"].items():
-        mine = own.metrics[m]
+        mine = own.summary["metrics"][m]
         assert value is not None and value >= mine - info["margin"], (
             f"{exp_id} control {name}: its net is not trained ({m} = {value} vs {mine} in the claim's own run, "
             f"margin {info['margin']})")
