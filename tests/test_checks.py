@@ -23,7 +23,7 @@ def test_a_check_is_judged_and_shown_but_not_counted(tmp_path):
     rec = load_run(tmp_path)
     assert rec.held == (1, 2) and rec.checks == (1, 2) and not rec.all_hold
     text = run_report(summary, str(tmp_path))
-    assert "1/2 claims hold." in text and "1/2 checks hold" in text and "check (not counted)" in text
+    assert "claims: 1/2 held (1 failed)." in text and "1/2 checks hold" in text and "check (not counted)" in text
     assert text.index("a.y") < text.index("check (not counted)") < text.index("a.w")  # listed apart, after
 
 

@@ -123,7 +123,8 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         raise ConfigError(f"--preset: no experiment of this reproduction has a preset {a.preset!r}")
     for e, p in todo:  # bad overrides or presets fail here, before anything trains
         resolve_config(e.id, p, overrides=per_exp[e.id])
-    out, chosen, broken = Path(a.out), {}, []
+    out, broken = Path(a.out), []
+    chosen: dict[str, Path] = {}
     for i, (e, p) in enumerate(todo, 1):
         print(f"[{i}/{len(todo)}] {e.id} ({e.reference}){'' if len(presets) == 1 else f' --preset {p}'} ...",
               flush=True)

@@ -211,7 +211,7 @@ class Verdict:
         m = self.measured
         if isinstance(m, float) and not math.isfinite(m):
             m = str(m)
-        out = {"id": self.id, "statement": self.statement, "source": self.source, "measured": m,
+        out: dict[str, Any] = {"id": self.id, "statement": self.statement, "source": self.source, "measured": m,
                "threshold": self.threshold, "holds": bool(self.holds), "kind": self.kind, "status": self.status}
         if self.interval is not None:
             out.update(interval=[float(x) for x in self.interval], n=self.n, unit=self.unit)
@@ -255,7 +255,7 @@ class Control:
         return list(self.claims) if self.claims else [c.id for c in declared]
 
     def to_dict(self, declared: list[Claim]) -> dict[str, Any]:
-        out = {"name": self.name, "kind": self.kind, "overrides": dict(self.overrides), "why": self.why,
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "overrides": dict(self.overrides), "why": self.why,
                "claims": self.targets(declared)}
         if self.premise:
             out.update(premise=self.premise, trained=list(self.trained), margin=self.margin)

@@ -48,6 +48,10 @@ def _arrays(samples: Samples) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
+def _mean(a: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(a, axis=axis)
+
+
 def interval(samples: Samples, statistic: Callable[..., float] | None = None, *, unit: str = "seeds",
              seed: int = 0) -> Interval | None:
     """The 95 % percentile-bootstrap interval of ``statistic`` (default: the mean) over the samples; paired when
@@ -58,7 +62,7 @@ def interval(samples: Samples, statistic: Callable[..., float] | None = None, *,
     n = len(arrs[0])
     if n < 2:
         return None
-    stat = statistic or (lambda a, axis=-1: np.mean(a, axis=axis))
+    stat: Callable[..., Any] = statistic or _mean
     if all(np.ptp(a) == 0 for a in arrs):  # every unit measured the same: the bootstrap distribution is a point
         v = float(stat(*arrs)) if statistic else float(arrs[0][0])
         return Interval(v, v, n, unit)
