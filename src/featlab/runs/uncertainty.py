@@ -12,6 +12,7 @@ case over seeds): its verdict is exact for the run and carries no interval; its 
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -48,6 +49,15 @@ def _arrays(samples: Samples) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
+def _takes_axis(f: Callable[..., Any]) -> bool:
+    """A statistic written ``f(a, ..., axis=-1)`` is applied to every resample at once (scipy's vectorized mode:
+    one call instead of one per resample); any other is called once per resample."""
+    try:
+        return "axis" in inspect.signature(f).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _mean(a: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(a, axis=axis)
 
@@ -55,7 +65,8 @@ def _mean(a: np.ndarray, axis: int = -1) -> np.ndarray:
 def interval(samples: Samples, statistic: Callable[..., float] | None = None, *, unit: str = "seeds",
              seed: int = 0) -> Interval | None:
     """The 95 % percentile-bootstrap interval of ``statistic`` (default: the mean) over the samples; paired when
-    given a tuple of arrays (``statistic(a, b, ...)``, resampled together). None with fewer than 2 units."""
+    given a tuple of arrays (``statistic(a, b, ...)``, resampled together; give it an ``axis=-1`` parameter and it
+    is applied to all resamples in one call). None with fewer than 2 units."""
     arrs = _arrays(samples)
     finite = np.all([np.isfinite(a) for a in arrs], axis=0)
     arrs = tuple(a[finite] for a in arrs)
@@ -71,7 +82,7 @@ def interval(samples: Samples, statistic: Callable[..., float] | None = None, *,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy warns on near-degenerate resamples; the interval is still valid
         res = bootstrap(arrs, stat, n_resamples=RESAMPLES, confidence_level=CONFIDENCE, method="percentile",
-                        paired=len(arrs) > 1, vectorized=statistic is None, rng=np.random.default_rng(seed))
+                        paired=len(arrs) > 1, vectorized=_takes_axis(stat), rng=np.random.default_rng(seed))
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     return Interval(lo, hi, n, unit)
 
