@@ -29,10 +29,16 @@ def verdict(rec, claim_id):
 
 
 # ------------------------------------------------------------------------------------------ fa-resnet-digits
-@pytest.mark.parametrize("claim_id", ["fa.deep_kclass_more_robust", "fa.deep_kclass_above_every_radius"])
-def test_digits_claim_holds_at_quick(digits, claim_id):
-    c = verdict(digits, claim_id)
-    assert c["holds"], c
+def test_digits_more_robust_holds_at_quick(digits):
+    c = verdict(digits, "fa.deep_kclass_more_robust")
+    assert c["status"] == "held" and c["interval"][0] > 0, c  # quick: 12.4 pp, 95 % CI [10.6, 14.2] (826 points)
+
+
+@pytest.mark.xfail(strict=True, reason="inconclusive at quick: smallest gap 0.97 pp (radius 0.1), paired 95 % "
+                   "interval [-0.36, 2.18] over 826 test points (3 seeds); ~1400 points would settle it")
+def test_digits_above_every_radius_holds_at_quick(digits):
+    c = verdict(digits, "fa.deep_kclass_above_every_radius")
+    assert c["status"] == "held", c
 
 
 def test_digits_claims_are_measured_on_the_points_both_classify_correctly(digits):
@@ -47,28 +53,79 @@ def test_digits_claims_are_measured_on_the_points_both_classify_correctly(digits
         assert all(b >= p - 1e-12 for b, p in zip(both, plain))  # conditioning on correct points only helps
     gaps = [100 * (m[f"multiclass.robust_acc_both_correct@{r:g}"] - m[f"binary.robust_acc_both_correct@{r:g}"])
             for r in radii if r > 0]
-    assert verdict(digits, "fa.deep_kclass_more_robust")["measured"] == pytest.approx(sum(gaps) / len(gaps))
+    c = verdict(digits, "fa.deep_kclass_more_robust")
+    # pooled over the seeds' points (the bootstrap's units); the seed-mean curves weigh seeds equally: close
+    assert c["measured"] == pytest.approx(m["both_correct.mean_gap_pp"]) and c["n"] == m["both_correct.points"]
+    assert c["measured"] == pytest.approx(sum(gaps) / len(gaps), abs=0.5) and c["unit"] == "test points"
     # the 2-class small CNN is less accurate clean: the reason the claims condition on common correct points
     assert m["multiclass.clean_acc"] > m["binary.clean_acc"]
 
 
 # ------------------------------------------------------------------------------------------ fa-embeddings
-@pytest.mark.parametrize("claim_id", ["fa.emb_kclass_decouples", "fa.emb_binary_blocks", "fa.emb_binary_averages"])
+@pytest.mark.parametrize("claim_id", ["fa.emb_kclass_decouples", "fa.emb_binary_blocks"])
 def test_embeddings_claim_holds_at_quick(embeddings, claim_id):
     c = verdict(embeddings, claim_id)
-    assert c["holds"], c
+    assert c["status"] == "held" and c["unit"] == "seeds" and c["n"] == 4, c
+
+
+@pytest.mark.xfail(strict=True, reason="fails at quick (permutation-invariant measure): the 2-class neurons' "
+                   "selectivity is 0.42 vs the k-class neurons' 0.66, ratio 0.64 >= 0.5 (exact averages of the "
+                   "digits' class means score 0.23, ratio 0.35): on 8×8 pixels the 2-class neurons do not just average")
+def test_embeddings_binary_averages_holds_at_quick(embeddings):
+    assert verdict(embeddings, "fa.emb_binary_averages")["status"] == "held"
 
 
 def test_embeddings_claims_and_metrics(embeddings):
     m = embeddings.summary["metrics"]
     assert len(embeddings.claims) == 3 and "fa.emb_within_gt_between" not in {c["id"] for c in embeddings.claims}
     assert verdict(embeddings, "fa.emb_binary_averages")["measured"] == pytest.approx(
-        m["binary.diag_excess"] / m["multiclass.diag_excess"])
+        m["binary.neuron_selectivity"] / m["multiclass.neuron_selectivity"])
     assert m["embeddings.cos_within_class"] > m["embeddings.cos_between_class"]  # Fig 10, kept as metrics
     assert min(m["binary.test_acc"], m["multiclass.test_acc"]) > 0.9
 
 
+def test_selectivity_is_permutation_invariant_and_zero_for_averages():
+    from featlab.papers.feature_averaging.embeddings import selectivity
+    from featlab.papers.feature_averaging.measures import cosine_matrix
+
+    k, d = 4, 8
+    mu = torch.eye(d, dtype=torch.float64)[:k] * 3  # orthogonal class features; J+ = classes 0, 1
+    pos_r = torch.tensor([True, True, False, False])
+    avg = torch.stack([mu[:2].sum(0)] * 2 + [mu[2:].sum(0)] * 2)[None]  # averaging neurons (Thm 4.5 (2))
+    dec = mu[None].clone()  # one neuron per class: decoupled (Thm 4.7 (2))
+    npos = torch.tensor([True, True, False, False])
+    assert selectivity(cosine_matrix(mu[None], avg), pos_r, npos).item() == pytest.approx(0)
+    s = selectivity(cosine_matrix(mu[None], dec), pos_r, npos).item()
+    assert s == pytest.approx(1.0)
+    perm = torch.tensor([3, 0, 2, 1])  # any order of the neurons (the 2-class head's grouping is arbitrary)
+    assert selectivity(cosine_matrix(mu[None], dec[:, perm]), pos_r, npos[perm]).item() == pytest.approx(s)
+
+
+def test_fine_labels_reassigned_within_their_coarse_class():
+    from featlab.papers.feature_averaging.deep import within_coarse
+
+    pos = torch.tensor([True] * 5 + [False] * 5)
+    y = torch.arange(10).repeat(400)
+    z = within_coarse(y, pos, torch.Generator().manual_seed(0))
+    assert (pos[z] == pos[y]).all()  # the coarse label is kept
+    counts = torch.bincount(z[y == 0], minlength=10)[:5].double()  # class 0's images spread over J+ uniformly
+    assert (counts / counts.sum() - 0.2).abs().max() < 0.08
+
+
 # ------------------------------------------------------------------------------------------ closed forms
+def test_above_every_radius_interval_is_that_of_the_minimum():
+    """The smallest paired gap's interval: each resample takes its own minimum over the radii."""
+    from featlab.runs.uncertainty import interval
+
+    g = torch.Generator().manual_seed(0)
+    a = (torch.rand(400, generator=g) < 0.2).double().numpy() * 100  # a radius with a 20 pp gap
+    b = torch.zeros(400, dtype=torch.float64).numpy()  # a radius where the curves coincide
+    iv = interval((a, b), dm._min_of_means, unit="test points")
+    assert iv.hi <= 0 + 1e-12 and dm._min_of_means(a, b) == 0  # the minimum is pinned by the tied radius
+    iv = interval((a, a + 5), dm._min_of_means, unit="test points")
+    assert 14 < iv.lo < 20 < iv.hi < 26
+
+
 def test_comparison_of_curves():
     radii = [0, 0.5, 1, 2]
     S = {"multiclass": torch.tensor([[1.0, 0.9, 0.5, 0.0], [1.0, 0.7, 0.3, 0.0]]),

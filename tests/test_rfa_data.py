@@ -93,3 +93,12 @@ def test_readout_half_and_half_and_zero_for_odd_m():
     A = rfa_readout(7)[:, 0]
     assert A[-1] == 0 and (A[:3] > 0).all() and (A[3:6] < 0).all()
     assert float(A.pow(2).sum()) == pytest.approx(6 / 7)
+
+
+def test_cluster_noise_puts_every_flip_in_one_cluster():
+    """The majority-noise controls' setting: all flips in +µ1 at rate 4η (overall rate η), a wrong majority there."""
+    n = 20000
+    b = XORClusterDistribution.create([0], 10, 0.1, 0.15, noise="cluster").sample(n, [0])
+    assert not b.noisy[0][b.cluster[0] != 0].any()
+    rate = float(b.noisy[0][b.cluster[0] == 0].double().mean())
+    assert abs(rate - 0.6) < 0.03 and abs(float(b.noisy.double().mean()) - 0.15) < 0.015

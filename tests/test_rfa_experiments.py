@@ -61,14 +61,16 @@ def test_thresholds_give_the_old_verdicts(x):
 
 
 def test_theorem1_claims_and_metrics(out):
-    rec = run("rfa-theorem1", "quick", out=out, quiet=True, seeds=2, d=60, n=300, m=100, n_test=1000, n_sweep=[30])
+    # n_sweep = [10]: at n = 30 one of the 2 seeds already has no clean test error, so the rate's slope over
+    # {30, 300} is inconclusive (its interval reaches 0: a seed with no error at any n shows no rate)
+    rec = run("rfa-theorem1", "quick", out=out, quiet=True, seeds=2, d=60, n=300, m=100, n_test=1000, n_sweep=[10])
     assert rec.status == "complete"
     m = rec.summary["metrics"]
     for eta in ("0", "0.05", "0.1", "0.15", "0.2"):
         for k in ("test_err", "clean_test_err", "train_clean_correct", "train_noisy_fit"):
             assert f"eta={eta}.{k}" in m
         assert m[f"eta={eta}.train_clean_correct"] == 1.0 and m[f"eta={eta}.train_noisy_fit"] == 0.0
-    assert "n=30.eta=0.1.test_err" in m
+    assert "n=10.eta=0.1.test_err" in m and m["clean_err_loglog_slope"] <= -0.5
     assert all(c["holds"] for c in rec.claims), [c for c in rec.claims if not c["holds"]]
     assert any("(A1)-(A7)" in note for note in rec.summary["notes"])
     assert rec.figures
@@ -92,7 +94,7 @@ def test_amplification_claims(out):
     bad = {c["id"] for c in rec.claims if not c["holds"]}
     assert bad == FAILS_AT_QUICK["rfa-amplification"], bad
     c = _claims(rec)
-    assert len(c) == 14 and c["rfa.lemma4_sets"]["measured"] < 1
+    assert len(c) == 15 and c["rfa.lemma4_sets"]["measured"] < 1
     # Lemma 12's floor is 1/(16 C2) with the proof's C2 = 4/c1, c1 = Φ(1/9) − 1/2 (Gaussian clusters)
     assert "0.000691" in c["rfa.lemma12_rho"]["threshold"]
     m = rec.summary["metrics"]
@@ -113,9 +115,32 @@ def test_amplification_paper_C0_fails_when_lemma6_premise_fails(out):
 
 def test_fig1_claims(out):
     rec = run("rfa-fig1", "quick", out=out, quiet=True)
-    assert all(c["holds"] for c in rec.claims)
+    c = _claims(rec)
+    assert c["rfa.fig1_pattern"]["status"] == "held" and c["rfa.fig1_fstar"]["status"] == "held"
+    assert c["rfa.fig1_fstar"]["unit"] == "test points"
+    # App. E's init (ω√(md) = 0.1, outside (A6)) still dominates every neuron at T: median max-ρ 0.33 < cos(π/8)
+    assert rec.summary["metrics"]["neurons_near_a_mean"] == 0 and rec.summary["metrics"]["neuron_rho_max_median"] < 0.5
     assert rec.summary["metrics"]["train_noisy_fit"] == 0.0
     assert [p.name for p in rec.figures] == ["fig1_boundary.png"] and rec.figures[0].is_file()
+
+
+def test_fig1_theory_preset_meets_the_assumptions_and_every_claim_holds(out):
+    rec = run("rfa-fig1", "theory", out=out, quiet=True, grid=31)
+    assert {a["ref"]: a["met"] for a in rec.summary["assumptions"]} == {f"(A{i})": True for i in range(1, 8)}
+    assert [c["status"] for c in rec.claims] == ["held"] * 2, rec.claims
+    assert rec.summary["metrics"]["neurons_near_a_mean"] >= 0.9  # (A6) met: nearly every neuron near a mean (§3)
+
+
+def test_fig1_neuron_criterion_rejects_a_bisector():
+    """A neuron between two means (w ∝ µ1 + µ2: 'correlated' with both, with neither alone) does not count."""
+    import torch
+
+    from featlab.papers.feature_amplification import lemmas
+    from featlab.papers.feature_amplification.figures import NEAR_MEAN
+
+    mu = torch.eye(4, dtype=torch.float64)[None, :2]  # (1, 2, d)
+    W = torch.tensor([[[1.0, 1.0, 0, 0], [1.0, 0.1, 0.1, 0], [0, -1.0, 0.2, 0.1]]], dtype=torch.float64)
+    assert (lemmas.rho(W, mu).amax(-1) >= NEAR_MEAN).tolist() == [[False, True, True]]
 
 
 def test_fig2_short_horizon(out):
@@ -123,17 +148,31 @@ def test_fig2_short_horizon(out):
     assert rec.status == "complete"
     m = rec.summary["metrics"]
     assert m["low.test_acc@peak"] >= 0.8 and m["high.test_acc@T"] >= 0.83
-    assert _claims(rec)["rfa.fig2_high_T"]["holds"]
+    # the peak is read where the validation accuracy peaks, never above the best probe on the test points
+    assert m["low.test_acc@val_peak"] <= m["low.test_acc@peak"]
+    c = _claims(rec)
+    assert c["rfa.fig2_high_T"]["unit"] == "test points" and c["rfa.fig2_low_drops"]["unit"] == "test points"
+    assert c["rfa.fig2_high_interpolates"]["status"] == "failed"  # 200 steps: not yet interpolating
     steps = sorted(rec.metrics.query("metric == 'high.test_acc'")["step"].unique())
     assert steps[:4] == [0, 1, 2, 3] and steps[-1] == 200  # log-spaced probes
 
 
-@pytest.mark.parametrize("exp,preset", [("rfa-theorem1", "quick"), ("rfa-amplification", "quick"),
-                                        ("rfa-fig1", "quick"),
-                                        pytest.param("rfa-fig2", "cpu-long", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("exp,preset", [("rfa-theorem1", "quick"), ("rfa-amplification", "quick")])
 def test_preset_claims(exp, preset, out):
-    # rfa-fig2's quick preset (3·10⁴ steps) fits only 40% of the noisy points in the n ≫ d regime; cpu-long does
+    # rfa-fig1: test_fig1_claims; rfa-fig2: test_fig2_quick_verdicts (slow)
     rec = run(exp, preset, out=out, quiet=True)
     assert rec.status == "complete"
     bad = {c["id"] for c in rec.claims if not c["holds"]}
     assert bad == FAILS_AT_QUICK.get(exp, set()), bad
+
+
+@pytest.mark.slow
+def test_fig2_quick_verdicts(out):
+    """The quick preset's verdicts (about 1.5 min): at T and after interpolation the d ≫ n net agrees with the optimal
+    ỹ on every test point; the n ≫ d net at its validation peak is below the optimum (its clusters overlap,
+    σ√d = 0.79) and falls by ~6 points after fitting the noise; 40% of 30 noisy points fitted: inconclusive."""
+    rec = run("rfa-fig2", "quick", out=out, quiet=True)
+    st = {k: v["status"] for k, v in _claims(rec).items()}
+    assert st == {"rfa.fig2_high_T": "held", "rfa.fig2_low_peak": "failed", "rfa.fig2_low_drops": "held",
+                  "rfa.fig2_low_fits": "inconclusive", "rfa.fig2_high_interpolates": "held",
+                  "rfa.fig2_high_benign": "held"}, st

@@ -129,3 +129,16 @@ def test_label_modes_are_the_controls_null_settings():
     _, rnd = _clusters(20, 0.01, eta=0.0, n=4000, labels="random")
     for k in range(4):  # a fair coin in every cluster
         assert abs(float(rnd.y[rnd.cluster == k].mean())) < 0.1
+
+
+def test_aligned_share_follows_the_mean_a_neuron_leaned_to_at_init():
+    """§3's 'nearly every neuron correlates with a cluster mean', as the proof has it: the mean of its own sign it
+    leaned to at init; a neuron that turns to the opposite mean (or to the other sign's means) does not count."""
+    mu = torch.eye(6, dtype=torch.float64)[:2][None]
+    A = rfa_readout(4).double()  # two positive, two negative neurons
+    W0 = torch.stack([mu[0, 0] + 0.1, -mu[0, 0] + 0.1, mu[0, 1] + 0.1, -mu[0, 1] + 0.1])[None] * 1e-3
+    assert float(lemmas.aligned_share(W0 * 1e3, W0, A, mu)) == 1.0
+    W = W0.clone() * 1e3
+    W[0, 0] = -mu[0, 0]  # turned from +µ1 to −µ1: correlates with a mean, not with its own
+    W[0, 2] = mu[0, 0]  # a negative neuron on µ1: not its sign's mean
+    assert float(lemmas.aligned_share(W, W0, A, mu)) == 0.5

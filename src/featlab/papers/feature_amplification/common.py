@@ -26,6 +26,7 @@ from pydantic import Field
 
 from ...config import ExperimentConfig
 from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
+from ...runs.claims import Assumption
 from ...train.loop import train
 from ...train.objectives import logistic
 from ...utils import torch_threads
@@ -42,10 +43,11 @@ class RFABase(ExperimentConfig):
                                 "σ² = d^{-1.2}")
     omega: float | None = Field(None, gt=0, description="init std ω_init of W; None = App. E's ω² = 0.01/(md)")
     alpha: float = Field(0.1, gt=0, description="GD step size α (App. E: 0.1)")
-    noise: Literal["flip", "exact", "boundary"] = Field(
+    noise: Literal["flip", "exact", "boundary", "cluster"] = Field(
         "flip", description="label noise: i.i.d. flips at rate η (§2 with η(x) ≡ η); exact η-fraction per "
         "cluster (App. E); boundary = x-dependent η(x) = 1{|f*(x)| < q_η}, flipping the points closest to f*'s "
-        "boundary [the adversary is a choice]")
+        "boundary [the adversary is a choice]; cluster = every flip in cluster +µ1 at rate min(1, 4η), its "
+        "majority label wrong for η > 1/8 [a control's setting, outside (A4)]")
     law: Literal["gaussian", "uniform", "laplace"] = Field(
         "gaussian", description="within-cluster law, i.i.d. coordinates scaled to covariance σ²I (log-concave)")
     means: Literal["random", "axis"] = Field("random", description="μ1, μ2: random orthonormal pair, or e1, e2")
@@ -132,6 +134,11 @@ def pattern_probe(net: EnsembleTwoLayer, tr):
     return probe
 
 
+def train_accuracy(score: torch.Tensor, b) -> torch.Tensor:
+    """Share of training points given their observed label (noisy ones included): what GD fits. (E,)"""
+    return (sign_prediction(score) == b.y).to(score.dtype).mean(-1)
+
+
 def test_errors(score: torch.Tensor, b) -> dict[str, torch.Tensor]:
     pred = sign_prediction(score)
     fd = score.dtype
@@ -209,3 +216,40 @@ def assumption_notes(ctx, cfg: RFABase, eta: float, n: int | None = None, d: int
     for line in chk["lines"]:
         ctx.note("    " + line)
     return chk
+
+
+A_TEXT = {  # (A1)–(A7) of §3, with the paper's "large enough" absolute constant C
+    "A1": "d ≥ C·max{log²(n/δ), log(m/δ)}", "A2": "σ² ≤ 1/(C²d), i.e. σ√d ≤ 1/C", "A3": "n ≥ C·log(m/δ)",
+    "A4": "η ≤ 1/C", "A5": "m ≥ C·log(1/δ)", "A6": "ω² ≤ 1/(C⁴md), i.e. ω√(md) ≤ 1/C²",
+    "A7": "1/(2√C) ≤ α ≤ 1/√C",
+}
+
+
+def preset_assumptions(config: type[RFAConfig], presets: dict[str, dict], eta_of) -> list[Assumption]:
+    """(A1)–(A7) and Def 7's σ√d ≤ 3/C0 (Lemma 6's premise), each met or broken by every preset, computed by the
+    same check the runs print (at C = max(check_C, 1/(4α²)), the smallest C that (A7) allows for the preset's α).
+    ``eta_of(cfg)``: the noise rate the check uses (the largest of the grid)."""
+    cfgs = {p: config(**ov) for p, ov in presets.items()}
+    checks = {}
+    for p, c in cfgs.items():
+        C = max(c.check_C, 1 / (4 * c.alpha**2))
+        checks[p] = (C, lemmas.check_assumptions(c.d, c.n, c.m, c.sigma_for(c.d), eta_of(c), c.omega_for(c.d),
+                                                 c.alpha, c.delta, C))
+    out = []
+    for k, text in A_TEXT.items():
+        why = "; ".join(f"{p}: {chk['caps'][k][2]} fails at C = {C:.3g}" for p, (C, chk) in checks.items()
+                        if not chk["holds"][k])
+        out.append(Assumption(f"({k})", text + " (at C = max(check_C, 1/(4α²)), the least C (A7) allows)",
+                              {p: bool(chk["holds"][k]) for p, (C, chk) in checks.items()}, why=why))
+    out.append(Assumption("C of (A1)–(A7)", "C 'large enough' for the proofs' constants: C ≥ C0/3 ≈ 8.6e8 (Def 7's "
+                          "C0 via σ√d ≤ 1/C ≤ 3/C0), C ≥ 16C0² (Lemma 4 through (A5))",
+                          {p: False for p in checks},
+                          why="every preset: at such a C, (A1) needs d ≳ 1e9·log²(n/δ); the presets check (A1)–(A7) at "
+                              "the least C (A7) allows instead"))
+    sd = {p: c.sigma_for(c.d) * math.sqrt(c.d) for p, c in cfgs.items()}
+    lim = 3 / lemmas.C0_PAPER
+    out.append(Assumption("Def 7 (Lemma 6)", "σ√d ≤ 3/C0 with C0 = 45·1024²·e⁴ ≈ 2.6e9: every neuron of J_µ "
+                          "(ρ_{j,µ}(0) ≥ 1/(3C0√d)) has an edge on its cluster",
+                          {p: v <= lim for p, v in sd.items()},
+                          why="; ".join(f"{p}: σ√d = {v:.3g} > 3/C0 = {lim:.3g}" for p, v in sd.items() if v > lim)))
+    return out

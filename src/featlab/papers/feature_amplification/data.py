@@ -3,7 +3,8 @@
 Orthonormal means μ1, μ2 ∈ R^d; four clusters +μ1, −μ1 (clean label +1) and +μ2, −μ2 (clean label −1), each
 with prior 1/4; x = μ + z with z log-concave, E z = 0, E zzᵀ = σ²I (§2). The observed label is the clean label
 flipped with probability η(x) (§2): the noise models below are i.i.d. flips at rate η, an exact fraction per
-cluster (App. E), and an x-dependent η(x) that flips the points closest to f*'s boundary.
+cluster (App. E), an x-dependent η(x) that flips the points closest to f*'s boundary, and (a control's setting)
+every flip in one cluster.
 
 Cluster ids: 0 = +μ1, 1 = −μ1, 2 = +μ2, 3 = −μ2 (the opposite of cluster c is c ^ 1). Every replica has its own
 means, samples and noise rate η_i; replicas with the same seed share x and differ only in their labels
@@ -161,6 +162,10 @@ class XORClusterDistribution:
                 if r:
                     flip[idx[u[idx].argsort()[:r]]] = True
             return flip
+        if self.noise == "cluster":  # every flip in cluster +μ1, at rate min(1, 4η) there (overall rate η)
+            # [control, not in the paper: for η > 1/8 the +μ1 cluster's majority label is the wrong one, which
+            # (A4) at the C the proofs need (η ≤ 1/C, so 4η ≪ 1/2 in every cluster) excludes]
+            return (c == 0) & (u < min(1.0, 4 * eta))
         if self.noise == "boundary":  # η(x) = 1{|f*(x)| < q_η}: the points closest to f*'s boundary
             assert self.quantile is not None  # set by create() for this noise model
             return f_star(x[None], self.mu[e : e + 1].double().cpu())[0].abs() < self.quantile[e]

@@ -118,6 +118,21 @@ def min_rho_own(W: torch.Tensor, mu: torch.Tensor, J: torch.Tensor) -> torch.Ten
     return r.masked_fill(~J, float("inf")).flatten(1).amin(-1)
 
 
+def aligned_share(W: torch.Tensor, W0: torch.Tensor, A: torch.Tensor, mu: torch.Tensor,
+                  floor: float = RHO_FLOOR) -> torch.Tensor:
+    """§3 after Thm 1 ("nearly every neuron in the neural network will become highly correlated to one of the four
+    cluster means"), in the form the proof gives it (Lemmas 4, 13): the share of ALL neurons with a_j ≠ 0 (not only
+    J) whose normalised correlation at W with the mean it leaned to at init, µ(j) = the one of ±µ1 (a_j > 0) or ±µ2
+    (a_j < 0) with the larger ρ_{j,µ}(0), is ≥ ``floor`` (eq. (40)'s e^{-2}/256). (E,)"""
+    r, r0 = rho(W, mu), rho(W0, mu)  # (E, M, 4)
+    a = A[:, 0].to(W.dtype)
+    pos = (a > 0)[None, :]
+    k = torch.where(pos, r0[..., :2].argmax(-1), 2 + r0[..., 2:].argmax(-1))  # (E, M): µ(j) in cluster-id order
+    own = r.gather(-1, k[..., None])[..., 0]
+    live = a != 0
+    return (own[:, live] >= floor).to(W.dtype).mean(-1)
+
+
 def median_rho_own(W: torch.Tensor, mu: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
     """median over j ∈ J of ρ_{j,µ(j)} (E,)."""
     r = rho(W, mu).transpose(1, 2)

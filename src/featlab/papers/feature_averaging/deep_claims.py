@@ -4,8 +4,8 @@ Mechanism controls keep both networks trained (their clean accuracy is compared 
 remove what §6.2 credits for the robustness gap, the fine-grained labels:
 
 * ``fine-shuffled``: each training image's fine label is re-drawn uniformly among the classes of its own coarse
-  label (once per seed). The k-class arm has the same architecture, loss, read-out and coarse supervision, but its
-  fine labels carry no information about the image, so it cannot learn the classes' features apart.
+  label (once per seed). The k-class arm has the same architecture, loss, read-out and coarse supervision,
+  but its fine labels carry no information about the image, so it cannot learn the classes' features apart.
 * ``coarse-labels``: the k-class arm (k logits, read out through G) is trained on the 2-class labels alone: the
   cross-entropy of the coarse label under Σ_{J+}p vs Σ_{J−}p. Same network, same read-out, no fine labels.
 * ``random-labels`` (the clean-accuracy claims): the training labels are permuted across images; the nets can
@@ -72,13 +72,16 @@ FINE_SHUFFLED = Control(
     "each training image's fine label is re-drawn uniformly among the classes of its own coarse label (once per "
     "seed): the k-class arm keeps its architecture, loss, read-out and the coarse supervision, but its fine labels "
     "say nothing about the image, so they cannot teach it the classes apart; it must then be no more robust than "
-    "the 2-class arm", claims=ROBUST, premise=FINE, trained=("multiclass.clean_acc",))
+    "the 2-class arm. Trained: the clean accuracy of the less accurate arm, as without fine labels the k-class arm "
+    "is at best as accurate as the 2-class one. Not declared for fa-resnet-digits: there the random fine labels "
+    "cost the small CNN clean accuracy (88.0 % vs the 2-class arm's 93.4 % at quick), so it is not trained as well",
+    claims=ROBUST, premise=FINE, trained=("clean_acc_weaker_arm",))
 COARSE = Control(
     "coarse-labels", {"kclass_labels": "coarse"},
     "the k-class arm (k logits, read out and attacked through G) is trained on the 2-class labels alone (the "
     "cross-entropy of the coarse label under Σ_{J+}p vs Σ_{J−}p): the same network and read-out as the claim's "
     "k-class arm without fine labels; two arms trained on the same labels, so neither is more robust",
-    claims=ROBUST, premise=FINE, trained=("multiclass.clean_acc",))
+    claims=ROBUST, premise=FINE, trained=("clean_acc_weaker_arm",))
 RANDOM_LABELS = Control(
     "random-labels", {"shuffle_labels": True},
     "the training labels are permuted across the training images (once per seed): both nets still fit them (their "
@@ -102,10 +105,11 @@ SETTING_DIGITS = Assumption(
     why="both presets: a CPU analogue — a small CNN on sklearn's 8×8 digits (64 pixels, 1797 images, J+ = 0–4); "
         "the claims test §6.2's comparison at this scale, not Fig 3's numbers")
 TRAINED_DIGITS = Assumption(
-    "trained nets", "both models trained to a high clean accuracy (Fig 3: ≥ 97 % binary accuracy) before they are "
-    "attacked", met={"quick": True, "paper": True},
-    why="quick: 30 epochs, 3 seeds, PGD on 300 test images at 11 radii (2-class ≈ 93 %, 10-class ≈ 98 % clean); "
-        "the claims are judged on the points both classify correctly")
+    "trained nets", "both models trained to Fig 3's clean accuracy (≥ 97 % binary test accuracy) before they are "
+    "attacked", met={"quick": False},
+    why="quick (30 epochs, 3 seeds, PGD on 300 test images at 11 radii): the 10-class arm reaches 97.8 % but the "
+        "2-class arm 93.4 % (training accuracy 95.5 %), so the claims are judged on the points both classify "
+        "correctly; the paper preset (100 epochs, width 32) has not been run here")
 ATTACK = Assumption(
     "PGD attack", "robust accuracy from ℓ2 PGD (Madry et al.), as §6.2: an upper estimate of the true robust "
     "accuracy; the comparison assumes it is equally tight for both models (same steps and random starts)",
