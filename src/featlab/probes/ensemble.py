@@ -1,0 +1,247 @@
+"""An AutoAttack-grade ℓ2 ensemble for images (or vectors): APGD-CE, APGD-T, DDN, Square; worst case per point.
+
+Every attack is run on its own survivors (points it has not yet broken at a smaller radius), so each attack has a
+complete, monotone mask over the radii — what the masking indicator compares — and the worst case is their AND.
+Every adversarial point an attack reports is re-verified before it counts: a fresh forward pass misclassifies it,
+it lies in the pixel box, and the actual (clipped) perturbation has norm ≤ ε. Two nets compared with the same
+:class:`AttackBudget` and generator state (:func:`compare_ensembles`) are attacked with exactly the same strength.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+import torch
+
+from .apgd import Logits, apgd_l2, apgd_targeted
+from .min_norm import ddn_l2
+from .robustness import Score, _norm, correct, worst_case
+from .square import square_l2
+
+ATTACKS = ("apgd-ce", "apgd-t", "ddn", "square")
+GRADIENT_FREE = ("square",)
+
+
+@dataclass(frozen=True)
+class AttackBudget:
+    """Per-attack budget. ``attacks``: which to run, in attribution order (ties go to the earlier one); APGD-T
+    runs only when fine logits are given (on a binary score it is APGD on the margin). ``large_radius``: the
+    radius of the "a large ε reaches 0 %" check (None: the pixel box's diameter with ``clip``, else 10·max r;
+    0 skips it)."""
+
+    steps: int = 100
+    restarts: int = 1
+    n_targets: int = 3
+    queries: int = 1000
+    p_init: float = 0.3
+    ddn_steps: int = 100
+    attacks: tuple[str, ...] = ATTACKS
+    large_radius: float | None = None
+
+    def __post_init__(self):
+        bad = [a for a in self.attacks if a not in ATTACKS]
+        if bad:
+            raise ValueError(f"the 'attacks' parameter of AttackBudget must name attacks among {list(ATTACKS)}; "
+                             f"got {bad!r} instead")
+        for name in ("steps", "restarts", "n_targets", "queries", "ddn_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"the {name!r} parameter of AttackBudget must be an int >= 1; got "
+                                 f"{getattr(self, name)!r} instead")
+
+    def stronger(self, factor: int = 2) -> AttackBudget:
+        """The convergence check's budget: ``factor``× the steps, restarts and queries."""
+        return AttackBudget(self.steps * factor, self.restarts * factor, self.n_targets, self.queries * factor,
+                            self.p_init, self.ddn_steps * factor, self.attacks, self.large_radius)
+
+
+@dataclass
+class EnsembleResult:
+    """Masks are (R, *batch) in the order of ``radii``; batch = (n,) or (E, n)."""
+
+    radii: list[float]
+    clean: torch.Tensor
+    masks: dict[str, torch.Tensor]
+    worst: torch.Tensor
+    break_radius: dict[str, torch.Tensor]  # smallest radius of the grid at which the attack broke the point (inf)
+    distance: torch.Tensor | None  # DDN's minimum-norm distance per point (inf: none found)
+    zero_grad: torch.Tensor  # the score's gradient is exactly zero at x (clean-correct points only)
+    unverified: dict[str, int] = field(default_factory=dict)
+    acc_large: float | None = None
+    large_radius: float | None = None
+
+    def curves(self) -> dict[str, torch.Tensor]:
+        """Robust accuracy per attack and ``"worst"``: the mean over points, (R,) or (R, E)."""
+        out = {k: m.double().mean(-1) for k, m in self.masks.items()}
+        out["worst"] = self.worst.double().mean(-1)
+        return out
+
+    def attribution(self) -> pd.DataFrame:
+        """One row per point: replica, point, clean-correct, the radius at which each attack broke it, which attack
+        broke it first (smallest radius; "" if none, "clean" if misclassified at x) and DDN's distance."""
+        clean = self.clean if self.clean.dim() == 2 else self.clean[None]
+        E, n = clean.shape
+        cols: dict[str, object] = {"replica": torch.arange(E, device="cpu").repeat_interleave(n).numpy(),
+                                   "point": torch.arange(n, device="cpu").repeat(E).numpy(),
+                                   "clean_correct": clean.reshape(-1).cpu().numpy()}
+        names = list(self.break_radius)
+        first = [""] * (E * n)
+        if names:
+            br = torch.stack([self.break_radius[k].reshape(-1).double().cpu() for k in names], -1)
+            for i, k in enumerate(names):
+                cols[f"r_{k}"] = br[:, i].numpy()
+            rmin, arg = br.min(-1)
+            first = [names[int(a)] if math.isfinite(float(r)) else "" for r, a in zip(rmin, arg)]
+        cols["broken_by"] = ["clean" if not c else f for c, f in zip(clean.reshape(-1).tolist(), first)]
+        if self.distance is not None:
+            cols["ddn_distance"] = self.distance.reshape(-1).double().cpu().numpy()
+        return pd.DataFrame(cols)
+
+
+def _lift(fn: Callable[[torch.Tensor], torch.Tensor], single: bool, dtype) -> Callable[[torch.Tensor], torch.Tensor]:
+    return (lambda z: fn(z[0]).to(dtype)[None]) if single else (lambda z: fn(z).to(dtype))
+
+
+def _verify(f: Score, x: torch.Tensor, x_adv: torch.Tensor, y: torch.Tensor, r: float, event_dims: int,
+            clip) -> torch.Tensor:
+    """Fresh forward pass misclassifies x_adv, ‖x_adv − x‖ ≤ r (float slack 1e-5 relative) and x_adv in the box."""
+    with torch.no_grad():
+        ok = ~correct(f(x_adv).to(x.dtype), y)
+        n = _norm(x_adv - x, event_dims).reshape(ok.shape)
+        ok &= n <= r * (1 + 1e-5) + 1e-12
+        if clip is not None:
+            inside = ((x_adv >= clip[0]) & (x_adv <= clip[1])).flatten(-event_dims).all(-1)
+            ok &= inside
+    return ok
+
+
+def _on_survivors(attack, f, x, y, alive, r, event_dims, clip, bs: int) -> tuple[torch.Tensor, int]:
+    """Run ``attack(xs, ys, r) → (x_adv, fooled)`` on the True entries of ``alive`` (E, n), gathered per replica
+    (padded to the largest count; padding ignored), ``bs`` per replica at a time. Returns (verified broken (E, n),
+    count of unverified)."""
+    cnt = alive.sum(1)
+    n_s = int(cnt.max())
+    if n_s == 0:
+        return torch.zeros_like(alive), 0
+    order = torch.argsort(alive.to(torch.int8), dim=1, descending=True, stable=True)[:, :n_s]
+    valid = torch.arange(n_s, device=alive.device)[None, :] < cnt[:, None]
+    rows = torch.arange(len(order), device=order.device)[:, None]
+    claimed, ok = torch.zeros_like(valid), torch.zeros_like(valid)
+    for i in range(0, n_s, bs):
+        o = order[:, i: i + bs]
+        xs, ys = x[rows, o], y[rows, o]
+        x_adv, fooled = attack(xs, ys, r)
+        claimed[:, i: i + bs] = fooled & valid[:, i: i + bs]
+        ok[:, i: i + bs] = _verify(f, xs, x_adv.detach(), ys, r, event_dims, clip)
+    broken = torch.zeros_like(alive).scatter(1, order, claimed & ok)
+    return broken, int((claimed & ~ok).sum())
+
+
+def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii: list[float], *,
+                          budget: AttackBudget | None = None, logits: Logits | None = None,
+                          positive: torch.Tensor | None = None, event_dims: int = 3,
+                          clip: tuple[float, float] | None = (0.0, 1.0),
+                          generator: torch.Generator | None = None,
+                          batch_size: int | None = None) -> EnsembleResult:
+    """Per-attack robust masks over ``radii`` and the worst case per point, for x (n, *event) / y (n,) or
+    replica-batched x (E, n, *event) / y (E, n), y ∈ {±1}.
+
+    ``score``: x → signed score; for a k-class model pass ``logit_margin_readout`` of it and also ``logits``
+    (x → (…, n, k)) and ``positive`` (J+ as a (k,) bool mask) to enable APGD-T over the other group's classes.
+    ``batch_size``: points per replica attacked at once (None: all). Square needs images (``event_dims=3``).
+    """
+    budget = budget or AttackBudget()
+    radii = [float(r) for r in radii]
+    if any(r < 0 for r in radii):
+        raise ValueError(f"radii must be >= 0; got {next(r for r in radii if r < 0)!r}")
+    single = y.dim() == 1
+    xr, yr = (x[None], y[None].to(x.dtype)) if single else (x, y.to(x.dtype))
+    f = _lift(score, single, x.dtype)
+    lg = None if logits is None else _lift(logits, single, x.dtype)
+    bs = batch_size or max(yr.shape[1], 1)
+    chunks = [slice(i, i + bs) for i in range(0, yr.shape[1], bs)]
+    with torch.no_grad():
+        clean = torch.cat([correct(f(xr[:, c]), yr[:, c]) for c in chunks], 1)
+    zg = []
+    for c in chunks:  # zero-gradient share at x
+        with torch.enable_grad():
+            z = xr[:, c].detach().requires_grad_(True)
+            (g,) = torch.autograd.grad((yr[:, c] * f(z)).sum(), z)
+        zg.append(_norm(g, event_dims).reshape(yr[:, c].shape) == 0)
+    zero_grad = torch.cat(zg, 1) & clean
+    runners: dict[str, Callable] = {
+        "apgd-ce": lambda xs, ys, r: apgd_l2(f, xs, ys, r, steps=budget.steps, restarts=budget.restarts,
+                                             event_dims=event_dims, clip=clip, generator=generator),
+        "square": lambda xs, ys, r: square_l2(f, xs, ys, r, queries=budget.queries, p_init=budget.p_init,
+                                              clip=clip, generator=generator, event_dims=event_dims),
+    }
+    if lg is not None and positive is not None:
+        lg_, pos_ = lg, positive
+        runners["apgd-t"] = lambda xs, ys, r: apgd_targeted(lg_, pos_, xs, ys, r, n_targets=budget.n_targets,
+                                                            steps=budget.steps, event_dims=event_dims, clip=clip,
+                                                            generator=generator)
+    r_max = max(radii) if radii else 0.0
+    masks, brk, unver = {}, {}, {}
+    distance = None
+    for name in budget.attacks:
+        if name == "ddn":
+            if r_max <= 0:
+                continue
+            runs = [ddn_l2(f, xr[:, c], yr[:, c], steps=budget.ddn_steps, max_norm=r_max, alpha=r_max,
+                           init_norm=r_max / 2, event_dims=event_dims, clip=clip) for c in chunks]
+            x_adv, dist = torch.cat([a for a, _ in runs], 1), torch.cat([d for _, d in runs], 1)
+            ok = torch.cat([_verify(f, xr[:, c], x_adv[:, c], yr[:, c], math.inf, event_dims, clip)
+                            for c in chunks], 1)
+            found = clean & torch.isfinite(dist)
+            unver[name] = int((found & ~ok).sum())
+            dist = torch.where(found & ok, dist, torch.where(clean, math.inf, 0.0))
+            distance = dist
+            per_r = {r: clean & ~(dist <= r) for r in sorted(set(radii))}
+        elif name in runners:
+            alive, per_r, unver[name] = clean.clone(), {}, 0
+            for r in sorted(set(radii)):
+                if r > 0 and alive.any():
+                    b, u = _on_survivors(runners[name], f, xr, yr, alive, r, event_dims, clip, bs)
+                    alive, unver[name] = alive & ~b, unver[name] + u
+                per_r[r] = alive.clone()
+        else:
+            continue
+        masks[name] = torch.stack([per_r[r] for r in radii])
+        b_r = torch.full(clean.shape, math.inf, dtype=torch.float64, device=clean.device)
+        for r in sorted(set(radii), reverse=True):
+            b_r = torch.where(clean & ~per_r[r], r, b_r)
+        brk[name] = b_r
+    worst = worst_case(masks) if masks else clean[None].expand(len(radii), *clean.shape).clone()
+    large = budget.large_radius
+    if large is None:
+        large = math.sqrt(xr[0, 0].numel()) * (clip[1] - clip[0]) if clip is not None else 10 * r_max
+    acc_large = None
+    if large > 0:
+        b, _ = _on_survivors(runners["apgd-ce"], f, xr, yr, clean, large, event_dims, clip, bs)
+        acc_large = float((clean & ~b).double().mean())
+    out = EnsembleResult(radii, clean, masks, worst, brk, distance, zero_grad, unver, acc_large, large)
+    if single:
+        out.clean, out.zero_grad = clean[0], zero_grad[0]
+        out.masks = {k: m[:, 0] for k, m in masks.items()}
+        out.worst = worst[:, 0]
+        out.break_radius = {k: v[0] for k, v in brk.items()}
+        out.distance = None if distance is None else distance[0]
+    return out
+
+
+def compare_ensembles(scores: Mapping[str, Score], x: torch.Tensor, y: torch.Tensor, radii: list[float], *,
+                      generator: torch.Generator, **kw) -> dict[str, EnsembleResult]:
+    """Attack each net of a comparison with the same budget and the same random draws (each starts from a copy
+    of ``generator``'s state), on the same points. ``kw``: see :func:`robust_masks_ensemble` (``logits``, if given,
+    must then be a mapping with the same keys as ``scores``)."""
+    logits = kw.pop("logits", None)
+    out = {}
+    state = generator.get_state()
+    for name, sc in scores.items():
+        g = torch.Generator(device=generator.device)
+        g.set_state(state.clone())
+        out[name] = robust_masks_ensemble(sc, x, y, radii, generator=g,
+                                          logits=None if logits is None else logits[name], **kw)
+    return out

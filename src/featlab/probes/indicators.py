@@ -1,0 +1,88 @@
+"""Indicators of attack failure (after Pintor et al., NeurIPS 2022, and AutoAttack's checks) on one robust-accuracy
+curve: a JSON-able dict a run records beside the curve, with an overall ``converged`` a claim can pass on
+(``ctx.claim(..., converged=ind["converged"])``): a claim on a flagged curve is "unverified", not judged.
+
+Checks (each ``{"ok": bool, "value": ..., "detail": str}``):
+
+* ``eps0_clean``     robust accuracy at ε = 0 equals clean accuracy (skipped if 0 is not a radius);
+* ``monotone``       the worst-case curve never rises with ε (per replica);
+* ``reaches_zero``   an unbounded-ish ε (the result's ``large_radius``) leaves 0 % robust;
+* ``verified``       every adversarial point re-verified (fresh forward pass, in the box, clipped norm ≤ ε);
+* ``zero_gradient``  share of clean-correct points whose score gradient is exactly 0 at x is ≤ ``tol``;
+* ``masking``        no gradient-free attack (Square, or direction attacks given as ``extra_masks``) beats the
+                     gradient attacks' worst case by more than ``tol`` at any radius;
+* ``convergence``    a stronger budget (``strong``: more steps, restarts, queries) lowers the worst case by at
+                     most ``tol`` at every radius (skipped without ``strong``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .ensemble import GRADIENT_FREE, EnsembleResult
+from .robustness import worst_case
+
+
+def _acc(mask: torch.Tensor) -> torch.Tensor:
+    """(R, *batch) → (R, E) accuracies (E = 1 for one batch)."""
+    m = mask.double().mean(-1)
+    return m[:, None] if m.dim() == 1 else m
+
+
+def _check(ok: bool, value, detail: str) -> dict:
+    return {"ok": bool(ok), "value": value, "detail": detail}
+
+
+def attack_indicators(result: EnsembleResult, *, strong: EnsembleResult | None = None,
+                      extra_masks: dict[str, torch.Tensor] | None = None, tol: float = 0.01) -> dict:
+    """The indicators of one ensemble result (see the module docstring). ``extra_masks``: other gradient-free
+    attacks' (R, *batch) masks on the same radii (e.g. :func:`~featlab.probes.robustness.direction_masks`), which
+    join the masking check and are ANDed into the reported worst case. ``tol``: one point of accuracy."""
+    radii = list(result.radii)
+    clean_acc = result.clean.double().mean(-1).reshape(-1)  # (E,)
+    masks = dict(result.masks) | dict(extra_masks or {})
+    worst = _acc(worst_case(masks) if masks else result.worst)
+    out: dict = {"radii": radii, "tol": tol, "clean_acc": clean_acc.tolist(),
+                 "worst_acc": worst.mean(-1).tolist(), "checks": {}}
+    checks = out["checks"]
+
+    if 0.0 in radii:
+        i0 = radii.index(0.0)
+        gap = float((worst[i0] - clean_acc).abs().max())
+        checks["eps0_clean"] = _check(gap == 0, gap, "max |robust acc at ε=0 − clean acc| over replicas")
+
+    order = sorted(range(len(radii)), key=lambda i: radii[i])
+    rise = float((worst[order][1:] - worst[order][:-1]).clamp_min(0).max()) if len(radii) > 1 else 0.0
+    checks["monotone"] = _check(rise == 0, rise, "largest rise of the worst-case curve with ε")
+
+    if result.acc_large is not None:
+        checks["reaches_zero"] = _check(result.acc_large == 0, result.acc_large,
+                                        f"APGD-CE robust accuracy at ε = {result.large_radius:.4g}")
+
+    n_unv = sum(result.unverified.values())
+    checks["verified"] = _check(n_unv == 0, dict(result.unverified),
+                                "adversarial points that failed re-verification, per attack")
+
+    n_clean = int(result.clean.sum())
+    zshare = float(result.zero_grad.sum()) / max(n_clean, 1)
+    checks["zero_gradient"] = _check(zshare <= tol, zshare, "share of clean-correct points with ∇score(x) = 0")
+
+    grad_names = [k for k in result.masks if k not in GRADIENT_FREE]
+    free = {k: m for k, m in masks.items() if k in GRADIENT_FREE or k in (extra_masks or {})}
+    if grad_names and free:
+        g_acc = _acc(worst_case({k: result.masks[k] for k in grad_names}))
+        gaps = {k: float((g_acc - _acc(m)).max()) for k, m in free.items()}
+        worst_gap = max(gaps.values())
+        checks["masking"] = _check(worst_gap <= tol, gaps,
+                                   "max over radii/replicas of (gradient attacks' acc − this attack's acc)")
+
+    if strong is not None:
+        s_acc = _acc(worst_case(dict(strong.masks) | dict(extra_masks or {})) if strong.masks else strong.worst)
+        drop = float((worst - s_acc).max())
+        checks["convergence"] = _check(drop <= tol, drop, "max over radii/replicas of (acc − acc with the "
+                                                          "stronger budget)")
+
+    flagged = sorted(k for k, c in checks.items() if not c["ok"])
+    out["flagged"] = flagged
+    out["converged"] = not flagged
+    return out
