@@ -13,6 +13,8 @@ Decisions where the paper is silent (each is a config field; see docs/image-benc
 * final test error = error after the last epoch; ± is the population std over runs (ddof = 0, as the code).
 * epochs = 0 (the control `untrained`) evaluates each method's network at its init, which is the same for every
   method because it depends on the seed alone.
+* the claims, their controls (λ = 1: ERM through the Mixup code path; the spurious channel removed) and premises,
+  and their uncertainty (paired by run) are in :mod:`.spurious_claims`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from pydantic import Field, model_validator
 from ...config import check
 from ...data.images import ImageData
 from ...plotting import subplots
-from ...runs.claims import AtMost, Claim, Control, Near
 from ...runs.registry import experiment
 from ...text import table
 from ...train.checkpoints import fingerprint_of, run_checkpoints
@@ -34,17 +35,24 @@ from ...train.image_config import ImageTrainFields, build_model, load_run_data
 from ...train.image_trainer import fit, predict
 from ...train.mixup import MidpointMixup, Mixup
 from ...train.objectives import erm_objective, mixup_objective
+from ...utils import generator as make_generator
 from ...utils import torch_threads
+from .spurious_claims import (
+    BELOW_ERM,
+    METHOD_LABEL,
+    PAPER_TABLE1,
+    TABLE1_EXPERIMENT,
+    UNTRAINED,
+    assumptions,
+    judge,
+    lambda_one,
+    no_spurious,
+    table1_claims,
+)
 from .spurious_data import SpuriousChannels
 
-# Midpoint Mixup Table 1: final test error (%) mean over 5 runs, ± 1 std (pp) as printed; Table 1 prints no ± for
-# Uniform Mixup on FMNIST (None: unknown, shown as "± ?").
-PAPER_TABLE1: dict[str, dict[str, tuple[float, float | None]]] = {
-    "fashionmnist": {"mixup": (9.66, None), "midpoint": (14.84, 1.0), "erm": (16.55, 2.0)},
-    "cifar10": {"mixup": (18.52, 1.0), "midpoint": (22.29, 2.0), "erm": (27.77, 2.0)},
-    "cifar100": {"mixup": (53.42, 1.0), "midpoint": (53.61, 2.0), "erm": (69.28, 2.0)},
-}
-METHOD_LABEL = {"mixup": "Uniform Mixup", "midpoint": "Midpoint Mixup", "erm": "ERM"}
+__all__ = ["BELOW_ERM", "PAPER_TABLE1", "MMSpuriousConfig", "paper_cell", "run_mm_spurious"]
+
 METHOD_COLOR = {"erm": "C0", "midpoint": "C1", "mixup": "C2"}  # the code's colours
 
 
@@ -58,6 +66,12 @@ class MMSpuriousConfig(ImageTrainFields):
     allow_self_pairs: bool = Field(True, description="Mixup partners by permutation (True) or derangement")
     partner: Literal["fixed", "resample"] = Field("fixed", description="spurious partner image fixed per example "
                                                   "(the code) or redrawn at every access")
+    mix_lambda: float | None = Field(None, ge=0, le=1, description="fix λ of both Mixups (None: Beta(α, α) and 1/2, "
+                                     "the paper); 1: no mixing, each trains as ERM through its own code path (the "
+                                     "control 'lambda-one')")
+    spurious: bool = Field(True, description="concatenate each training image with a paired-class image (the "
+                           "paper); False: zeros there, as at test, the spurious feature removed (the control "
+                           "'no-spurious')")
 
     @model_validator(mode="after")
     def _ok(self):
@@ -66,81 +80,86 @@ class MMSpuriousConfig(ImageTrainFields):
         return self
 
 
-# ------------------------------------------------------------------------------------------ claims
-BELOW_ERM = [Claim(f"mm.{m}_below_erm", f"{METHOD_LABEL[m]} ends below ERM's test error on spurious-channel "
-                   "{dataset} (final test error, %)", "Table 1, §5",
-                   AtMost(hi=1, of="ERM's final test error (%)", strict=True),
-                   why="Table 1: both Mixups end below ERM on all three datasets (gaps 1.7–16 pp); the claim is the "
-                       "ordering, so the bound is ERM's own error in the same run")
-             for m in ("mixup", "midpoint")]
-TABLE1_EXPERIMENT = {"fashionmnist": "mm-spurious-fmnist", "cifar10": "mm-spurious-cifar10",
-                     "cifar100": "mm-spurious-cifar100"}  # the experiment that judges that dataset's Table 1 row
-
-
-def _table1_claims(dataset: str) -> list[Claim]:
-    return [Claim(f"mm.table1_{m}", f"{METHOD_LABEL[m]}: final test error matches Table 1 ({p}%)", "Table 1",
-                  Near(centre=p, tol=3.0),
-                  why="within 3 pp of the paper: its ± is 1–2 pp where printed (rounded population std over 5 runs; "
-                      "none for Uniform Mixup on FMNIST), so 3 pp is about 1.5–3 of its std")
-            for m, (p, _) in PAPER_TABLE1[dataset].items()]
-
-
 # ------------------------------------------------------------------------------------------ the experiment
 def run_mm_spurious(ctx) -> None:
     with torch_threads(ctx.cfg.cpu_threads), run_checkpoints(ctx) as ck:
         data = load_run_data(ctx)
-        curves = _train(ctx, data, ck)
-        final = _measure(ctx, curves)
+        curves, wrong, train_acc = _train(ctx, data, ck)
+        final = _measure(ctx, curves, train_acc)
         _draw(ctx, data, curves, final)
-        _judge(ctx, final)
+        judge(ctx, {m: np.asarray([c[-1] for c in curves[m]], dtype=float) for m in curves}, wrong)
 
 
 def _objective(cfg: MMSpuriousConfig, method: str, k: int):
     if method == "erm":
         return erm_objective
+    if cfg.mix_lambda is not None:  # the control 'lambda-one': both Mixups' code path with a fixed λ
+        return mixup_objective(Mixup(None, lam=cfg.mix_lambda, per_sample=cfg.per_sample_lambda,
+                                     allow_self_pairs=cfg.allow_self_pairs, num_classes=k))
     if method == "midpoint":
         return mixup_objective(MidpointMixup(allow_self_pairs=cfg.allow_self_pairs, num_classes=k))
     return mixup_objective(Mixup(cfg.mixup_alpha, per_sample=cfg.per_sample_lambda,
                                  allow_self_pairs=cfg.allow_self_pairs, num_classes=k))
 
 
-def _train(ctx, data: ImageData, ck) -> dict[str, list[list[float]]]:
-    """Every method on every run; the test error after each epoch: method → one curve per run."""
+def _train(ctx, data: ImageData, ck):
+    """Every method on every run: (method → the test error after each epoch, one curve per run; method → (runs,
+    test points) errors of the final nets; method → training accuracy per run)."""
     cfg: MMSpuriousConfig = ctx.cfg
     k = data.num_classes
     xtr, xte = data.normalize(data.x_train), data.normalize(data.x_test)
     x_test = SpuriousChannels.test_view(xte)
 
+    def wrong_of(m) -> torch.Tensor:
+        return predict(m, x_test, cfg.eval_batch).argmax(-1) != data.y_test
+
     def evaluate(m):
-        return {"test_err": (predict(m, x_test, cfg.eval_batch).argmax(-1) != data.y_test).double().mean().item()}
+        return {"test_err": wrong_of(m).double().mean().item()}
 
     curves: dict[str, list[list[float]]] = {m: [] for m in cfg.methods}
+    wrong: dict[str, list[np.ndarray]] = {m: [] for m in cfg.methods}
+    train_acc: dict[str, list[float]] = {m: [] for m in cfg.methods}
     for seed in ctx.seeds:
-        sc = SpuriousChannels(xtr, data.y_train, k, seed=seed, partner=cfg.partner)
+        sc = SpuriousChannels(xtr, data.y_train, k, seed=seed, partner=cfg.partner, spurious=cfg.spurious)
         for method in cfg.methods:
             model = build_model(cfg.model, sc.channels, k, cfg.width, seed)  # the init depends on the seed alone
             if cfg.epochs == 0:  # the control: every method's network at the same init, evaluated as trained ones
                 model.eval()
                 with torch.no_grad():
                     curves[method].append([evaluate(model)["test_err"]])
-                continue
-            res = ctx.trained(fit(model, sc.batch, len(sc), cfg.fit_spec(), objective=_objective(cfg, method, k),
-                                  evaluate=evaluate, seed=seed, device=ctx.device,
-                                  checkpoint=ck / f"{method}-seed{seed}.pt",
-                                  fingerprint=fingerprint_of(ctx.experiment_id, cfg, method=method),
-                                  desc=f"{method} seed {seed}", prefix=f"{method}."))
-            curves[method].append(res.series("test_err"))
-    return curves
+            else:
+                res = ctx.trained(fit(model, sc.batch, len(sc), cfg.fit_spec(), objective=_objective(cfg, method, k),
+                                      evaluate=evaluate, seed=seed, device=ctx.device,
+                                      checkpoint=ck / f"{method}-seed{seed}.pt",
+                                      fingerprint=fingerprint_of(ctx.experiment_id, cfg, method=method),
+                                      desc=f"{method} seed {seed}", prefix=f"{method}."))
+                curves[method].append(res.series("test_err"))
+            with torch.no_grad():
+                wrong[method].append(wrong_of(model).numpy())
+                train_acc[method].append(_train_accuracy(model, sc, seed, cfg.eval_batch))
+    return curves, {m: np.stack(w) for m, w in wrong.items()}, train_acc
 
 
-def _measure(ctx, curves: dict[str, list[list[float]]]) -> dict[str, tuple[float, float]]:
-    """Final test error per method: (mean, population std) over runs."""
+def _train_accuracy(model, sc: SpuriousChannels, seed: int, batch: int) -> float:
+    """Accuracy on the run's training images as trained on (each beside its partner, one γ draw per image, from a
+    generator of its own), batch by batch: shows the net fits its data (the controls' 'trained' metric)."""
+    g = make_generator(seed, "spurious/train-acc")
+    correct = 0
+    for i in range(0, len(sc), batch):
+        xb, yb = sc.batch(torch.arange(i, min(i + batch, len(sc)), device=sc.y.device), g)
+        correct += int((predict(model, xb, batch).argmax(-1) == yb).sum())
+    return correct / len(sc)
+
+
+def _measure(ctx, curves: dict[str, list[list[float]]], train_acc: dict[str, list[float]]):
+    """Final test error per method: (mean, population std) over runs; the mean training accuracy."""
     final = {}
     for m in ctx.cfg.methods:
         a = np.asarray([c[-1] for c in curves[m]], dtype=float)
         final[m] = (float(a.mean()), float(a.std()))  # population std (ddof = 0), as the paper's code
         ctx.metric(f"{m}.test_err", final[m][0])
         ctx.metric(f"{m}.test_err_std", final[m][1])
+        ctx.metric(f"{m}.train_acc", float(np.mean(train_acc[m])))
     return final
 
 
@@ -161,22 +180,6 @@ def paper_cell(value: tuple[float, float | None]) -> str:
     """Table 1's entry as printed: '9.66 ± ?' where the paper gives no ± (Uniform Mixup, FMNIST)."""
     mean, std = value
     return f"{mean:.2f} ± " + ("?" if std is None else f"{std:.0f}")
-
-
-def _judge(ctx, final: dict[str, tuple[float, float]]) -> None:
-    cfg: MMSpuriousConfig = ctx.cfg
-    if cfg.smoke:
-        ctx.note("smoke preset: the pipeline on digits for a few epochs; no claims (run --preset paper with the data)")
-    elif "erm" in final:
-        for m in ("mixup", "midpoint"):
-            if m in final:
-                ctx.claim(f"mm.{m}_below_erm", 100 * final[m][0], scale=100 * final["erm"][0])
-    paper = PAPER_TABLE1.get(cfg.dataset)
-    if paper and ctx.experiment_id != TABLE1_EXPERIMENT[cfg.dataset]:
-        ctx.note(f"Table 1's {cfg.dataset} row is a claim of {TABLE1_EXPERIMENT[cfg.dataset]}, not judged here")
-    elif paper:
-        for m in cfg.methods:
-            ctx.claim(f"mm.table1_{m}", 100 * final[m][0], paper_value=paper[m][0])
 
 
 # ------------------------------------------------------------------------------------------ figures
@@ -232,21 +235,20 @@ def _fig2(cfg: MMSpuriousConfig, curves: dict, paper: dict | None, runs: int):
 MM_PAPER = {"seeds": 5, "model": "resnet18", "width": 64, "epochs": 100, "batch_size": 750, "optimizer": "adam",
             "lr": 1e-3}
 MM_REF = "Table 1, Figs 1-2 (§5)"
-UNTRAINED = Control("untrained", {"epochs": 0}, "0 epochs: every method's network is the same seed-only init, so the "
-                    "test errors are equal (no strict ordering) and near chance, far from Table 1")
 MM_SUMMARY = "spurious-channel benchmark: Uniform and Midpoint Mixup end below ERM's test error"
 TINY = {"seeds": 1, "epochs": 1, "width": 2, "batch_size": 200}
 
 experiment("mm-spurious-digits", paper="midpoint-mixup", reference=MM_REF + " on 8×8 digits",
            summary=MM_SUMMARY + " (8×8 digits, small CNN, CPU)", config=MMSpuriousConfig, claims=BELOW_ERM,
-           controls=[UNTRAINED],
+           controls=[UNTRAINED, lambda_one(), no_spurious("digits")], assumptions=assumptions("digits"),
            presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 16, "seeds": 3, "epochs": 30,
                               "batch_size": 50, "optimizer": "adam", "lr": 3e-3, "cpu_threads": 1},
                     "paper": {"dataset": "digits", "model": "smallcnn", "width": 32, "seeds": 5, "epochs": 100,
                               "batch_size": 50, "optimizer": "adam", "lr": 1e-3}}, tiny=TINY)(run_mm_spurious)
 for _ds, _id in TABLE1_EXPERIMENT.items():
     experiment(_id, paper="midpoint-mixup", reference=MM_REF, summary=MM_SUMMARY + f" ({_ds})",
-               config=MMSpuriousConfig, claims=BELOW_ERM + _table1_claims(_ds), controls=[UNTRAINED],
+               config=MMSpuriousConfig, claims=BELOW_ERM + table1_claims(_ds),
+               controls=[UNTRAINED, lambda_one(_ds), no_spurious(_ds)], assumptions=assumptions(_ds),
                presets={"paper": {"dataset": _ds, **MM_PAPER},
                         "quick": {**MM_PAPER, "dataset": "digits", "smoke": True, "seeds": 1, "epochs": 3,
                                   "model": "smallcnn", "width": 16, "batch_size": 100,
