@@ -339,3 +339,49 @@ def test_feature_test_and_correlation_stats_on_a_planted_model():
     assert torch.allclose(st["gap"][0], torch.tensor([0, 0, 5.0, 5.0], dtype=D))
     b = dist.sample(30, [0])
     assert float(train_accuracy(net, b.x, b.y)) == 1.0
+
+
+# ------------------------------------------------------------------------------------------ issue 20: MM pieces
+def test_prop44_lp_finds_a_separator_exactly_when_one_exists():
+    # Prop 4.4 (App. C.3): the construction is not linearly learnable, the quick preset's data are
+    import numpy as np
+
+    from featlab.papers.midpoint_mixup.prop44 import data_margin, lp_margin, prop44_margins
+
+    assert max(prop44_margins(4, 100, [0, 1])) <= 1e-6
+    quick = small_dist(k=6, P=12, C_P=1, delta3=0.002, delta4=0.002)
+    b = quick.sample(60, [0])
+    assert data_margin(b.x, b.y, 6) == [pytest.approx(1.0)]  # W = ±1 on the class features: margin 1
+    z = np.array([[1.0, 0, 0, 0], [0, 0, 1.0, 0], [2.0, 0, 0, 0]])  # planted: 2 classes, separable
+    assert lp_margin(z, np.array([0, 1, 0]), 2) > 0
+    assert lp_margin(np.vstack([z, z[:1]]), np.array([0, 1, 0, 1]), 2) <= 1e-9  # the same point in both classes
+
+
+def test_lambda_endpoints_is_erm_through_the_all_pairs_code():
+    # the mechanism control of Midpoint/Mixup: λ ∈ {0, 1} makes every mixed point one of its pair (J_M = J over
+    # all pairs; with one sampled partner it is an unbiased estimate of J, not tested here)
+    from featlab.papers.midpoint_mixup.multiview import MultiViewConfig, _data, make_loss, patch_cnn
+
+    for pairs in ("all",):
+        cfg = MultiViewConfig(k=4, d=400, N=10, P=5, m=2, seeds=2, mix_lam="endpoints", pairs=pairs, rho=0.2)
+        dist, tr, te = _data(cfg, cfg.seed_list())
+        x, mult = compress_patches(tr.x)
+        net = patch_cnn(cfg, cfg.seed_list(), D, 2 * cfg.k)
+        with torch.no_grad():
+            net.W.mul_(300.0)  # away from the init: the losses differ from log k
+        erm = mm.erm_loss(net, x, tr.y, mult)
+        for method in ("midpoint", "mixup"):
+            got = make_loss(method, cfg, net, x, tr.y, mult, cfg.seed_list())(0)
+            assert torch.allclose(got, erm, rtol=1e-10), (pairs, method)
+
+
+def test_label_noise_flips_exactly_its_share_to_other_classes():
+    from featlab.papers.midpoint_mixup.multiview import MultiViewConfig, _data
+
+    kw = dict(k=5, d=400, N=40, P=5, m=2, seeds=2)
+    _, clean, _ = _data(MultiViewConfig(**kw), [0, 1])
+    _, noisy, te = _data(MultiViewConfig(**kw, label_noise=0.1), [0, 1])
+    assert torch.equal(clean.x, noisy.x)
+    assert (clean.y != noisy.y).sum(-1).tolist() == [4, 4]
+    _, _, te_clean = _data(MultiViewConfig(**kw), [0, 1])
+    assert torch.equal(te.y, te_clean.y)  # the test set stays clean

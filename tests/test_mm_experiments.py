@@ -59,15 +59,30 @@ KNOWN = {
                                     "(Uniform Mixup 5.57 % is below); see docs/image-benchmarks.md"),
 }
 # mm-spurious-digits quick costs ≈ 41 s inside pytest (57 s from the CLI), about the CI budget of such a check.
-# mm-multiview runs the quick preset's first seed here (its 2 seeds: ≈ 150 s on one core); the whole preset is
+# mm-multiview runs the quick preset's first seed here (its 2 seeds: ≈ 225 s of CPU with the 'trained on' claims of
+# issue 20, ERM and Midpoint trained on to 7500 steps); the whole preset is
 # the slow test below. Each experiment's checks are one class: ``--dist loadscope`` keeps a class on one worker,
 # so each quick run happens once.
 FAST = {"mm-multiview": {"seeds": 1}}
 CLAIMS = {"mm-multiview": MULTIVIEW_CLAIMS, "mm-linear": LINEAR_CLAIMS, "mm-spurious-digits": BELOW_ERM}
 
 
-def _params(exp):
-    return [pytest.param(c.id, id=c.id, marks=[KNOWN[c.id]] if c.id in KNOWN else []) for c in CLAIMS[exp]]
+# Issue 20: verdicts by their 95 % interval over (seed, class) units. The ERM shares are inconclusive at quick: one
+# seed is 10 classes, two are 20, and 0.7–0.8 of them is not clear of the 0.7 bar at that size.
+_ERM_ONE = ("ERM learns exactly one feature for {} classes: {} ≥ 0.7 is not settled by so few classes "
+            "(inconclusive)")
+QUICK_KNOWN = {"mm.erm_one": _fails(_ERM_ONE.format("16 of 20", "0.80 [0.60, 0.95]")),
+               "mm.erm_one_long": _fails(_ERM_ONE.format("16 of 20 (at 7500 steps)", "0.80 [0.60, 0.95]"))}
+FIRST_SEED_KNOWN = {"mm.erm_one": _fails(_ERM_ONE.format("7 of 10", "0.70 [0.40, 1.0]")),
+                    "mm.erm_one_long": _fails(_ERM_ONE.format("7 of 10 (at 7500 steps)", "0.70 [0.40, 1.0]")),
+                    "mm.separation": _fails("first seed: Midpoint both for 10 of 10 classes, ERM for 3: 0.70 "
+                                            "[0.40, 1.0] ≥ 0.5 is not settled by 10 classes (inconclusive; 2 seeds: "
+                                            "0.80 [0.60, 0.95], held)")}
+
+
+def _params(exp, known=None):
+    known = {**KNOWN, **(known or {})}
+    return [pytest.param(c.id, id=c.id, marks=[known[c.id]] if c.id in known else []) for c in CLAIMS[exp]]
 
 
 @pytest.fixture(scope="session")
@@ -93,7 +108,7 @@ def _holds(rec, claim):
 
 
 class TestMultiviewQuick:
-    @pytest.mark.parametrize("claim", _params("mm-multiview"))
+    @pytest.mark.parametrize("claim", _params("mm-multiview", FIRST_SEED_KNOWN))
     def test_claim_verdict_on_the_first_seed(self, claim, quick_run):
         _holds(quick_run("mm-multiview", **FAST["mm-multiview"]), claim)
 
@@ -103,7 +118,7 @@ class TestMultiviewQuick:
                 "midpoint.train_acc", "mixup.train_acc"} <= set(rec.summary["metrics"])
 
     @pytest.mark.slow
-    @pytest.mark.parametrize("claim", _params("mm-multiview"))
+    @pytest.mark.parametrize("claim", _params("mm-multiview", QUICK_KNOWN))
     def test_claim_verdict_at_quick(self, claim, quick_run):
         _holds(quick_run("mm-multiview"), claim)
 

@@ -20,9 +20,9 @@ import torch
 from pydantic import Field, model_validator
 
 from ...config import ExperimentConfig, check
+from ...errors import TrainingDiverged
 from ...nn.activations import SmoothedReLU
 from ...nn.twolayer import EnsembleTwoLayer, block_readout
-from ...runs.claims import AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
 from ...train.loop import train
 from ...train.mixup import random_pairing, sample_beta
@@ -31,6 +31,8 @@ from . import plots as plots_mm
 from .data import MultiViewDistribution, compress_patches, embed, orthonormal_features
 from .learned_features import correlation_stats, correlations, feature_test, learned_counts, train_accuracy
 from .losses import erm_loss, midpoint_all_pairs_loss, mixup_all_pairs_loss, mixup_sampled_loss
+from .multiview_claims import ASSUMPTIONS, CLAIMS, CONTROLS, LONG, NEEDS, judge
+from .prop44 import data_margin, prop44_margins
 
 METHODS: tuple[Literal["erm", "midpoint", "mixup"], ...] = ("erm", "midpoint", "mixup")
 
@@ -85,6 +87,15 @@ class MultiViewConfig(ExperimentConfig):
                                      "when ≥ this share of class y's single-view points are classified y (strictly)")
     traj_classes: int = Field(3, ge=1, description="classes whose correlation trajectories are drawn")
     chunk: int = Field(1 << 14, ge=1, description="mixed pairs per chunk of the all-pairs losses (memory bound)")
+    mix_lam: Literal["paper", "endpoints"] = Field(
+        "paper", description="λ of Midpoint Mixup and Mixup: the paper's (½; Beta(a, a)) or, as a control, "
+        "λ ∈ {0, 1} with ½ each: the mixed point is one of its pair, ERM's objective through the same code")
+    label_noise: float = Field(0.0, ge=0, lt=1, description="control: share of training labels replaced by a "
+                               "uniformly random other class (Def 4.1: none)")
+    long_steps: int = Field(0, ge=0, description="Thms 4.6/4.7 'for all t = O(poly(k))': ERM and Midpoint trained "
+                            "on to this many steps (0: not measured; else > steps)")
+    prop44_N: int = Field(500, ge=2, description="points of App. C.3's construction for the Prop 4.4 check")
+    prop44_P: int = Field(0, ge=0, description="patches of that construction (0: P = k², Assumption 4.3)")
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -98,43 +109,14 @@ class MultiViewConfig(ExperimentConfig):
         check(self.Q <= self.k - 1, "Q", f"must be < k = {self.k} (the noise classes differ from y); got Q={self.Q}")
         check(len(self.methods) > 0, "methods", "must list at least one of erm, midpoint, mixup")
         check(self.traj_classes <= self.k, "traj_classes", f"must be <= k = {self.k}")
+        check(self.long_steps == 0 or self.long_steps > self.steps, "long_steps", f"must be 0 or > steps = "
+              f"{self.steps}; got {self.long_steps}")
         if self.simulation == "full":
             gb = 8 * self.seeds * self.d * (self.N * self.P + self.k * self.m + 4 * self.k) / 1e9
             check(gb <= 4, "d", f"is too large for simulation=full ({gb:.1f} GB > 4 GB); got d={self.d}",
                   "use simulation=reduced, which is exact at any d")
         return self
 
-
-# thresholds fixed before the runs (docs/midpoint-mixup.md); a failing claim is reported, never loosened
-CLAIMS = [
-    Claim("mm.train_acc", "ERM, Midpoint Mixup and Mixup fit every training point (every seed): min over methods "
-          "and seeds of the train accuracy", "Thm 4.6 (1), Thm 4.7 (1)", AtLeast(lo=1),
-          why="Thms 4.6 (1) and 4.7 (1) state perfect training accuracy (an accuracy is <= 1, so >= 1 means = 1)"),
-    Claim("mm.erm_one", "ERM learns exactly one feature for most classes (so both for at most 0.3 of them): mean "
-          "share of classes with exactly one", "Thm 4.6 (2)", AtLeast(lo=0.7),
-          why="Thm 4.6 (2): (1 − o(1))k classes, read as at least 7 of 10; it implies the former claim 'both for "
-              "<= 0.3', which an untrained net also meets, so that one is merged here"),
-    Claim("mm.midpoint_all_both", "Midpoint Mixup learns both features for (almost) every class", "Thm 4.7 (2)",
-          AtLeast(lo=0.9), why="Thm 4.7 (2): every class, with probability 1 − O(1/k); 1/k = 0.1 of slack"),
-    Claim("mm.midpoint_exact", "Thm 4.7 holds exactly (100 % train accuracy and both features for every class) in "
-          "most seeds: share of seeds", "Thm 4.7 (prob. 1 − O(1/k))", AtLeast(lo=0.5),
-          why="the theorem holds with probability 1 − O(1/k) per run; a majority of seeds is the weakest reading "
-          "that still fails when it does not hold"),
-    Claim("mm.separation", "Midpoint Mixup learns both features for far more classes than ERM (difference of the "
-          "shares)", "Thm 4.6 vs 4.7", AtLeast(lo=0.5),
-          why="the two theorems' conclusions (1 vs o(1)) differ by 1 − o(1); half of that"),
-    Claim("mm.mixup_all_both", "Mixup (Beta({mixup_a:g},{mixup_a:g})) also learns both features for (almost) every "
-          "class", "§5 (Table 1: Uniform Mixup ≥ Midpoint)", AtLeast(lo=0.9),
-          why="not a theorem: §5 (Table 1) finds uniform Mixup at least as good as Midpoint Mixup; same bar as "
-          "mm.midpoint_all_both"),
-    Claim("mm.offdiag_b18", "Midpoint Mixup's off-diagonal correlations stay O(1/k) of the diagonal ones: max over "
-          "seeds and classes y past T_A of k·max_{r, s≠y, ℓ} <w_{y,r}, v_{s,ℓ}> / max_{r, ℓ'} <w_{y,r}, v_{y,ℓ'}>",
-          "Cor B.18", AtMost(hi=1),
-          why="Cor B.18: <w_{y,r}, v_{s,ℓ}> ≤ O(max_ℓ' <w_{y,r}, v_{y,ℓ'}>/k) for every r, s ≠ y, ℓ and t ≥ T_A; the "
-              "O's constant is unspecified, held to 1 (the proof's B.21/B.22 separate the updates by a factor k). "
-              "The max over r on both sides is implied by the per-neuron bound, so its failure is the corollary's. "
-              "Classes past T_A: max_ℓ Λ_{y,ℓ} ≥ ρ/(δ2 − δ1), Claim B.17's largest A (none: not measured, fails)"),
-]
 
 # "Thm holds exactly" per seed, besides 100 % train accuracy: the rule on the (E, 3) shares of classes with 0/1/2
 # features learned. Thm 4.6: >= 0.7·k classes learned exactly one ("(1 − o(1))k", erm_one's reading); Thm 4.7: all.
@@ -146,8 +128,17 @@ def _data(cfg: MultiViewConfig, seeds, device=None):
         list(seeds), cfg.k, cfg.P, C_P=cfg.C_P, delta1=cfg.delta1, delta2=cfg.delta2, delta3=cfg.delta3,
         delta4=cfg.delta4, Q=cfg.Q, positions=cfg.positions, bijection=cfg.bijection, beta_law=cfg.beta_law,
         noise_classes=cfg.noise_classes, gamma_law=cfg.gamma_law)
-    return dist, dist.sample(cfg.N, seeds, "train", device=device), dist.sample_balanced(
-        cfg.n_test_per_class, seeds, "test", device=device)
+    tr = dist.sample(cfg.N, seeds, "train", device=device)
+    n_flip = round(getattr(cfg, "label_noise", 0.0) * cfg.N)
+    if n_flip:  # control: labels of n_flip points per replica replaced by a uniformly random other class
+        y = tr.y.clone()
+        for e, s in enumerate(seeds):
+            g = generator(s, "label-noise")
+            idx = torch.randperm(cfg.N, generator=g)[:n_flip]
+            shift = torch.randint(1, cfg.k, (n_flip,), generator=g)
+            y[e, idx.to(y.device)] = (y[e, idx.to(y.device)] + shift.to(y.device)) % cfg.k
+        tr = type(tr)(tr.x, y, tr.info)
+    return dist, tr, dist.sample_balanced(cfg.n_test_per_class, seeds, "test", device=device)
 
 
 def patch_cnn(cfg: MultiViewConfig, seeds, dtype, dim: int, device=None) -> EnsembleTwoLayer:
@@ -165,6 +156,10 @@ def make_loss(method: str, cfg, net, x, y, mult, seeds):
     N = y.shape[1]
     if method == "erm":
         return lambda step: erm_loss(net, x, y, mult)
+    ends = getattr(cfg, "mix_lam", "paper") == "endpoints"
+    if cfg.pairs == "all" and ends:  # λ ∈ {0, 1}, ½ each (a symmetric set: exact with the unordered pairs)
+        lam01 = torch.tensor([0.0, 1.0])
+        return lambda step: mixup_all_pairs_loss(net, x, y, lam01, mult=mult, chunk=cfg.chunk)
     if cfg.pairs == "all":
         if method == "midpoint":
             return lambda step: midpoint_all_pairs_loss(net, x, y, mult, chunk=cfg.chunk)
@@ -175,6 +170,8 @@ def make_loss(method: str, cfg, net, x, y, mult, seeds):
         partner = random_pairing(N, generator=gens, independent=True)  # (E, N): one uniform partner per point
         lam = (torch.full((len(seeds), 1), 0.5, device=x.device) if method == "midpoint"
                else sample_beta(cfg.mixup_a, 1, gens))
+        if ends:
+            lam = torch.tensor([[float(torch.randint(0, 2, (1,), generator=g))] for g in gens], device=x.device)
         return mixup_sampled_loss(net, x, y, partner, lam, mult)
 
     return sampled
@@ -217,6 +214,11 @@ def _note_regime(ctx, cfg: MultiViewConfig, dist, tr) -> None:
     k = cfg.k
     margin = dist.linear_margin(tr.x, tr.y)
     ctx.metric("data.linear_margin", margin)
+    if not ctx.is_control:  # Prop 4.4's premise on this run's data: > 0 iff some linear h fits every point
+        lp = data_margin(tr.x, tr.y, k)
+        ctx.metric("data.lp_margin", min(lp))
+        ctx.note(f"Prop 4.4 premise: best linear margin on the training data {min(lp):.3g} (min over seeds; "
+                 f"> 0: linearly learnable, the premise is broken)")
     verdict = ("> 0: the data are linearly learnable, so Prop 4.4 is NOT in force" if margin.min() > 0
                else "<= 0: not linearly separable by this h")
     ctx.note(f"Prop 4.4 regime: h^y = Σ_p <v_y1 + v_y2, x^(p)> has min margin {margin.min():.3f} on the training "
@@ -233,6 +235,8 @@ def _measure(ctx, cfg: MultiViewConfig, method: str, net, res, dist, tr, te, inp
     counts, st, tacc, learned = s["counts"], s["stats"], s["train_acc"], s["learned"]
     corr_learned = st["Lambda"] >= cfg.rho / cfg.delta1  # App. B's linear-regime neuron sets B_{y,ℓ}
     ctx.metric(f"{method}.train_acc", tacc)
+    xt, mult_t = compress_patches(te.x)
+    ctx.metric(f"{method}.test_acc", train_accuracy(net, emb(xt), te.y, mult_t))  # fresh Def 4.1 points
     ctx.metric(f"{method}.frac_classes_both", counts[:, 2].double() / k)
     ctx.metric(f"{method}.frac_classes_one", counts[:, 1].double() / k)
     ctx.metric(f"{method}.frac_classes_none", counts[:, 0].double() / k)
@@ -254,27 +258,25 @@ def _measure(ctx, cfg: MultiViewConfig, method: str, net, res, dist, tr, te, inp
     ctx.note(f"{method}: classes with 0/1/2 features learned per seed: "
              + ", ".join(f"{a}/{b}/{c}" for a, b, c in counts.tolist())
              + f"; train acc {tacc.min():.3f} (min over seeds); {res.elapsed_s:.0f} s")
-    return dict(counts=counts, train_acc=tacc, b18_ratio_max=b18_max)
+    return dict(counts=counts, train_acc=tacc, b18_ratio_max=b18_max, learned=learned)
 
 
-# ------------------------------------------------------------------------------------------ judge
-def _judge(ctx, cfg: MultiViewConfig, finals: dict) -> None:
-    k = cfg.k
-    share = {m: f["counts"].double() / k for m, f in finals.items()}  # (E, 3): classes with 0/1/2 features
-    if all(m in finals for m in METHODS):
-        ctx.claim("mm.train_acc", float(torch.stack([finals[m]["train_acc"] for m in METHODS]).min()))
-    if "erm" in finals:
-        ctx.claim("mm.erm_one", float(share["erm"][:, 1].mean()))
-    if "midpoint" in finals:
-        ctx.claim("mm.midpoint_all_both", float(share["midpoint"][:, 2].mean()))
-        ctx.claim("mm.midpoint_exact", ctx.metrics["midpoint.thm47_holds_share_of_seeds"])
-    if "midpoint" in finals and "erm" in finals:
-        gap = (finals["midpoint"]["counts"][:, 2] - finals["erm"]["counts"][:, 2]).double().mean() / k
-        ctx.claim("mm.separation", float(gap))
-    if "mixup" in finals:
-        ctx.claim("mm.mixup_all_both", float(share["mixup"][:, 2].mean()))
-    if "midpoint" in finals:  # judged in declaration order
-        ctx.claim("mm.offdiag_b18", finals["midpoint"]["b18_ratio_max"])
+def train_on(cfg: MultiViewConfig, method: str, net, seeds, dist, tr, te, inputs, V) -> torch.Tensor:
+    """Thms 4.6/4.7 'remain true for all t = O(poly(k))': train on from ``steps`` to ``long_steps`` and take Def 4.5
+    after every ``probe_every`` steps: (probes, E, k) features learned per class."""
+    x, mult, emb = inputs
+    loss = make_loss(method, cfg, net, x, tr.y, mult, seeds)
+    per, done = [], cfg.steps
+    while done < cfg.long_steps:
+        n = min(cfg.probe_every, cfg.long_steps - done)
+        res = train([net.W], loss, n, seeds=seeds, lr=cfg.eta, probe_every=n, desc=f"{method} (on)")
+        if res.status != "complete":
+            raise TrainingDiverged(res.message)
+        done += n
+        with torch.no_grad():
+            learned, _ = feature_test(net, dist, te, cfg.learned_threshold, None if V is None else emb)
+        per.append(learned.sum(-1))
+    return torch.stack(per)
 
 
 # ------------------------------------------------------------------------------------------ draw
@@ -304,14 +306,18 @@ def _draw(ctx, cfg: MultiViewConfig, seeds, finals: dict, frames: dict) -> None:
     "mm-multiview", paper="midpoint-mixup", reference="§4: Def 4.1, Thms 4.6/4.7",
     summary="on multi-view data ERM learns one feature for most classes, Midpoint Mixup learns both for all",
     config=MultiViewConfig, claims=CLAIMS,
-    controls=[Control("untrained", {"steps": 1}, "one GD step from the N(0, I/d) init: no feature is learned by any "
-                      "method and the training points are not fitted")],
+    controls=CONTROLS, assumptions=ASSUMPTIONS,
     presets={"quick": {"seeds": 2, "k": 10, "N": 100, "d": 300_000, "steps": 5000, "dtype": "float32",
-                       "probe_every": 250},
+                       "probe_every": 250, "long_steps": 7500},
              "paper": {"seeds": 5, "k": 10, "N": 100, "d": 300_000, "steps": 6000, "dtype": "float32",
-                       "probe_every": 200}},
+                       "probe_every": 200, "long_steps": 60_000},
+             # Assumption 4.3 as far as this CPU allows (ASSUMPTIONS): P = k², δ3 = δ4 = k^-1.5, m = k, ρ = 1/k
+             # ≈ 1 h on 2 idle cores (estimated from quick's per-step cost × N² pairs × m × seeds; not run here)
+             "theory": {"seeds": 3, "k": 10, "N": 100, "d": 300_000, "P": 100, "m": 10, "rho": 0.1,
+                        "delta3": 0.0316, "delta4": 0.0316, "steps": 20_000, "dtype": "float32",
+                        "probe_every": 500, "long_steps": 40_000}},
     tiny={"seeds": 1, "k": 4, "N": 12, "P": 8, "m": 2, "steps": 5, "probe_every": 5, "n_test_per_class": 5,
-          "pairs": "sampled"})
+          "pairs": "sampled", "long_steps": 10, "prop44_N": 50})
 def mm_multiview(ctx) -> None:
     cfg: MultiViewConfig = ctx.cfg
     seeds, dtype = ctx.seeds, ctx.dtype
@@ -320,9 +326,18 @@ def mm_multiview(ctx) -> None:
     tr, te = tr.to(dtype=dtype), te.to(dtype=dtype)
     _note_regime(ctx, cfg, dist, tr)
     finals, frames = {}, {}
-    for method in cfg.methods:
+    for method in [m for m in cfg.methods if ctx.judges(*NEEDS[m])]:  # a control trains only what it judges
         net, res, inputs = fit(method, cfg, seeds, dtype, dist, tr, te, V)
         frames[method] = ctx.trained(res).frame()
         finals[method] = _measure(ctx, cfg, method, net, res, dist, tr, te, inputs, V)
-    _judge(ctx, cfg, finals)
-    _draw(ctx, cfg, seeds, finals, frames)
+        if cfg.long_steps and method in LONG and ctx.judges(*LONG[method]):
+            per = train_on(cfg, method, net, seeds, dist, tr, te, inputs, V)
+            # ERM: the classes at the last time; Midpoint: per class, the share of the later probes with both
+            finals[method]["long"] = per[-1] if method == "erm" else (per == 2).double().mean(0)
+            ctx.metric(f"{method}.long.frac_classes_one", (per[-1] == 1).double().mean(-1))
+            ctx.metric(f"{method}.long.frac_classes_both", (per[-1] == 2).double().mean(-1))
+    judge(ctx, cfg, finals)
+    if ctx.judges("mm.prop44_not_linear"):
+        ctx.claim("mm.prop44_not_linear", max(prop44_margins(cfg.k, cfg.prop44_N, seeds, cfg.prop44_P)))
+    if not ctx.is_control:
+        _draw(ctx, cfg, seeds, finals, frames)

@@ -44,16 +44,16 @@ def lp_margin(z: np.ndarray, y: np.ndarray, k: int) -> float:
     return float(-res.fun)
 
 
-def construction(k: int) -> dict:
+def construction(k: int, P: int = 0) -> dict:
     """App. C.3's D: δ1 = δ2 − δ1 = 1 (β ≡ 1), δ3 = δ4 = k^-1.5, one noise class per point (Q = 1, uniform ≠ y),
     P = k² (Assumption 4.3: P = Θ(k²)), C_P = 1."""
     g = k ** -1.5
-    return dict(k=k, P=k * k, C_P=1, delta1=1.0, delta2=2.0, delta3=g, delta4=g, Q=1)
+    return dict(k=k, P=P or k * k, C_P=1, delta1=1.0, delta2=2.0, delta3=g, delta4=g, Q=1)
 
 
-def prop44_margins(k: int, n: int, seeds: list[int]) -> list[float]:
-    """t* on n i.i.d. points of App. C.3's D, per seed (its own data stream 'prop44')."""
-    params = construction(k)
+def prop44_margins(k: int, n: int, seeds: list[int], P: int = 0) -> list[float]:
+    """t* on n i.i.d. points of App. C.3's D (P patches; 0: k²), per seed (its own data stream 'prop44')."""
+    params = construction(k, P)
     dist = MultiViewDistribution.create(seeds, params.pop("k"), params.pop("P"), **params)
     out = []
     for s in seeds:
