@@ -67,10 +67,29 @@ class TestFeatureAmplification:
         check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch)
 
 
-def test_every_counted_claim_has_a_mechanism_control():
-    missing = [f"{e.id}: {c.id}" for e in list_experiments() for c in e.claims if c.kind == "claim"
-               and not any(ctl.kind == "mechanism" and c.id in ctl.targets(e.claims) for ctl in e.controls)]
-    assert missing == [], f"counted claims no mechanism control targets: {missing}"
+# Claims no mechanism control can defeat yet, and why: judged and shown, never counted among the results (the run
+# record marks them ``controlled: false``). Adding one here is a decision, not a default.
+UNCONTROLLED = {
+    "mm-phase: mm.phase_midpoint_advantage": "no net fits the data on the judged cells; without the mixing Midpoint "
+                                             "trains only as far as ERM, so a λ ∈ {0, 1} control is not 'trained'",
+    "mm-phase: mm.phase_midpoint_theory_noise": "as above",
+}
+
+
+def test_every_claim_has_a_mechanism_control_or_a_stated_reason():
+    missing = {f"{e.id}: {c.id}" for e in list_experiments() for c in e.claims if c.kind == "claim"
+               and not any(ctl.kind == "mechanism" and c.id in ctl.targets(e.claims) for ctl in e.controls)}
+    assert missing == set(UNCONTROLLED), f"claims no mechanism control targets: {sorted(missing)}"
+
+
+def test_an_uncontrolled_claim_is_shown_but_not_counted():
+    from featlab.runs.record import claim_counts, counts_text, status_counts
+
+    claims = [{"id": "a", "status": "held", "holds": True, "kind": "claim", "controlled": True},
+              {"id": "b", "status": "held", "holds": True, "kind": "claim", "controlled": False},
+              {"id": "c", "status": "failed", "holds": False, "kind": "check"}]
+    assert claim_counts(claims) == (1, 1) and status_counts(claims)["held"] == 1
+    assert counts_text(claims) == "1/1 held"
 
 
 def test_a_mechanism_control_names_its_premise_and_trained_metrics():

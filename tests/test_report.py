@@ -42,8 +42,10 @@ def toy(monkeypatch):
                          presets={"quick": {"seeds": 1}, "paper": {"seeds": 2}, "cpu-long": {"seeds": 3}},
                          claims=[Claim("toyr.high", "score is high", "Thm 1", AtLeast(lo=0.9)),
                                  Claim("toyr.higher", "score exceeds 2", "Thm 2", AtLeast(lo=2.0))],
-                         controls=[Control("null", {"score": 0.1}, "the null setting")])
+                         controls=[Control("null", {"score": 0.1}, "the null setting", premise="the toy's mechanism",
+                                           trained=("toy.fit",))])
     def ok(ctx):
+        ctx.metric("toy.fit", 1.0)
         fig, ax = subplots(figsize=(3, 2))
         ax.plot([0, 1], [0, ctx.cfg.score])
         ctx.figure(fig, "scores")
@@ -161,7 +163,9 @@ def test_reproduce_runs_several_presets_and_shows_their_verdicts_side_by_side(to
 def test_an_inconclusive_claim_is_counted_apart_with_the_units_that_would_settle_it(toy, out, capsys):
     @toy.experiment("toyr-noisy", reference="Fig 3", summary="a noisy score", paper="toy-repro", config=ToyConfig,
                     presets={"quick": {}, "paper": {}},
-                    claims=[Claim("toyr.noisy", "mean score >= 0.9", "Thm 3", AtLeast(lo=0.9))])
+                    claims=[Claim("toyr.noisy", "mean score >= 0.9", "Thm 3", AtLeast(lo=0.9))],
+                    controls=[Control("flat", {"score": 0.0}, "no score", premise="the toy's mechanism",
+                                      trained=("toy.fit",))])
     def noisy(ctx):
         s = torch.tensor([0.2, 1.6, 0.5, 1.3])  # mean 0.9: its interval straddles 0.9
         ctx.claim("toyr.noisy", s.mean().item(), samples=s)
@@ -215,3 +219,16 @@ def test_the_docs_measured_sections_list_the_declared_claims_and_thresholds():
             stale = [i for i, t in rows.items() if declared[i] not in t]
             assert stale == [], f"{page.name} {exp_id} {preset}: thresholds moved for {stale}; rerun and --sync-docs"
     assert found or not any(blocks(p.read_text(encoding="utf-8")) for p in docs.glob("*.md"))
+
+
+def test_a_claim_without_a_mechanism_control_is_shown_apart_and_not_counted(toy, out, capsys):
+    @toy.experiment("toyr-bare", reference="Fig 4", summary="only a sanity control", paper="toy-repro",
+                    config=ToyConfig, presets={"quick": {}, "paper": {}},
+                    claims=[Claim("toyr.bare", "score >= 0.5", "Thm 4", AtLeast(lo=0.5), exact="one number")],
+                    controls=[Control("zero", {"score": 0.0}, "no score")])
+    def bare(ctx):
+        ctx.claim("toyr.bare", ctx.cfg.score)
+
+    assert main(["run", "toyr-bare", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "claims: 0/0 held." in text and "claim without a mechanism control (not counted)" in text

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from ..runs.index import find_runs
-from ..runs.record import RunRecord, check_counts, counts_text, is_check
+from ..runs.record import RunRecord, check_counts, counts_text, is_check, is_uncontrolled
 from ..text import fmt_value
 from ..utils import atomic_write
 from .tables import interval_text, verdict_text
@@ -62,8 +62,8 @@ def render_block(exp_id: str, preset: str, rec: RunRecord | None) -> str:
              + ("; checks (not counted): {}/{} held.".format(*check_counts(rec.claims))
                 if any(is_check(c) for c in rec.claims) else "."), "",
              "| claim | statement | measured | 95% interval | threshold | verdict |", "|---|---|---|---|---|---|"]
-    for c in sorted(rec.claims, key=is_check):
-        tag = " (check)" if is_check(c) else ""
+    for c in sorted(rec.claims, key=lambda c: (is_check(c), is_uncontrolled(c))):
+        tag = " (check)" if is_check(c) else " (no mechanism control: not counted)" if is_uncontrolled(c) else ""
         lines.append(f"| `{c['id']}`{tag} | {_esc(c['statement'])} | {_esc(fmt_value(c['measured']))} | "
                      f"{_esc(interval_text(c))} | {_esc(c['threshold'])} | {_esc(verdict_text(c))} |")
     return "\n".join(lines) + "\n"

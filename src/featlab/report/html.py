@@ -111,8 +111,9 @@ def _claims(rv: RunView) -> str:
     with_paper = any(c.paper_value is not None for c in rv.claims)
     rows = []
     for c in rv.claims:
-        row = [f"<code>{_e(c.id)}</code>" + (" <span class='muted'>check, not counted</span>" if c.kind == "check"
-                                             else ""), _e(c.statement), _e(c.source)]
+        tag = {"check": "check, not counted", "uncontrolled": "no mechanism control, not counted"}.get(c.kind)
+        row = [f"<code>{_e(c.id)}</code>" + (f" <span class='muted'>{tag}</span>" if tag else ""), _e(c.statement),
+               _e(c.source)]
         row += [_e(fmt_value(c.paper_value))] if with_paper else []
         row += [_e(fmt_value(c.measured)), _e(c.interval), _e(c.threshold), _verdict(c)]
         if with_ctl:

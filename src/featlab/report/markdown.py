@@ -50,7 +50,8 @@ def _claims(rv: RunView) -> list[str]:
     with_paper = any(c.paper_value is not None for c in rv.claims)
     rows = []
     for c in rv.claims:
-        row = [f"`{c.id}`" + (" (check, not counted)" if c.kind == "check" else ""), c.statement, c.source]
+        tag = {"check": " (check, not counted)", "uncontrolled": " (no mechanism control, not counted)"}.get(c.kind, "")
+        row = [f"`{c.id}`" + tag, c.statement, c.source]
         row += [fmt_value(c.paper_value)] if with_paper else []
         mark = {"held": "✓ holds", "failed": "✗ fails", "unverified": "∼ unverified"}.get(c.status, "? " + c.verdict)
         row += [fmt_value(c.measured), c.interval, c.threshold, mark]

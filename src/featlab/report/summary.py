@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runs.index import Runs, config_diff, find_runs
-from ..runs.record import STATUSES, RunRecord, counts_text, status, status_counts
+from ..runs.record import STATUSES, RunRecord, counts_text, is_uncontrolled, status, status_counts
 from ..runs.registry import list_experiments, papers
 from ..text import fmt_value
 from .sweeps import SweepTable, find_sweeps
@@ -170,7 +170,8 @@ def run_view(rec: RunRecord, controls: Sequence[RunRecord] = ()) -> RunView:
     rows = []
     for c in rec.claims:
         row = ClaimRow(c.get("id", "?"), c.get("statement", ""), c.get("source", ""), c.get("paper_value"),
-                       c.get("measured"), c.get("threshold", ""), bool(c.get("holds")), kind=c.get("kind", "claim"),
+                       c.get("measured"), c.get("threshold", ""), bool(c.get("holds")),
+                       kind="uncontrolled" if is_uncontrolled(c) else c.get("kind", "claim"),
                        status=status(c), interval=interval_text(c), verdict=verdict_text(c))
         for ctl in ctl_runs:
             for cc in ctl.claims:

@@ -35,15 +35,25 @@ def is_check(claim: dict[str, Any]) -> bool:
     return claim.get("kind") == "check"
 
 
+def is_uncontrolled(claim: dict[str, Any]) -> bool:
+    """A claim no mechanism control targets (only sanity ones): judged and shown, not counted among the results
+    until a control that keeps the net trained and removes the mechanism shows it can fail for the paper's reason."""
+    return not is_check(claim) and claim.get("controlled") is False
+
+
+def is_counted(claim: dict[str, Any]) -> bool:
+    return not is_check(claim) and not is_uncontrolled(claim)
+
+
 def status(claim: dict[str, Any]) -> str:
     """held / failed / inconclusive / unverified (records made before verdicts carried uncertainty: from holds)."""
     return claim.get("status") or ("held" if claim.get("holds") else "failed")
 
 
 def claim_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:
-    """(claims that hold, claims judged) of a record's claim list, checks left out: the one count every command
-    and page prints."""
-    counted = [c for c in claims if not is_check(c)]
+    """(claims that hold, claims judged) of a record's claim list, checks and uncontrolled claims left out: the one
+    count every command and page prints."""
+    counted = [c for c in claims if is_counted(c)]
     return sum(status(c) == "held" for c in counted), len(counted)
 
 
@@ -51,7 +61,7 @@ def status_counts(claims: Iterable[dict[str, Any]]) -> dict[str, int]:
     """{held, failed, inconclusive, unverified: how many} of the counted claims (checks left out)."""
     out = dict.fromkeys(STATUSES, 0)
     for c in claims:
-        if not is_check(c):
+        if is_counted(c):
             out[status(c)] = out.get(status(c), 0) + 1
     return out
 

@@ -182,7 +182,7 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
             "message": ctx.message,
             "config": cfg.to_dict(),
             "metrics": ctx.metrics,
-            "claims": [c.to_dict() for c in ctx.claims],
+            "claims": [_with_control_kind(c.to_dict(), exp) for c in ctx.claims],
             "control": _control_record(ctl, exp, ctx) if ctl else None,
             "assumptions": exp.regime(preset),
             "figures": ctx.figures,
@@ -196,6 +196,14 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
     except BaseException:
         writer.abandon()
         raise
+
+
+def _with_control_kind(claim: dict, exp) -> dict:
+    """Mark a claim no mechanism control targets (``controlled: false``): shown, not counted."""
+    if claim.get("kind") == "claim":
+        claim["controlled"] = any(k.kind == "mechanism" and claim["id"] in k.targets(exp.claims)
+                                  for k in exp.controls)
+    return claim
 
 
 def _control_record(ctl, exp, ctx: RunContext) -> dict:
