@@ -231,4 +231,4 @@ def test_a_claim_without_a_mechanism_control_is_shown_apart_and_not_counted(toy,
 
     assert main(["run", "toyr-bare", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "claims: 0/0 held." in text and "claim without a mechanism control (not counted)" in text
+    assert "claims: 0/0 held." in text and "uncontrolled (not counted)" in text
