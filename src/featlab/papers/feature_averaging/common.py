@@ -52,6 +52,9 @@ class FADataConfig(ExperimentConfig):
     pairwise_cos: float = Field(0.0, ge=0, lt=1, description="cos(μ_i, μ_j) for near-orthogonal centres (Fig 9)")
     norm_scales: list[float] | None = Field(None, description="‖μ_j‖ = √d·scale_j (unequal norms); default all 1")
     shared_data: bool = Field(False, description="all seeds use seed 0's centres and data (only init differs)")
+    init: Literal["random", "decoupled"] = Field(
+        "random", description="binary net's start: the paper's small random init, or (a control) that init plus Thm "
+        "D.3's robust decoupled network (neuron (s, r) = μ_j of its own class, bias −αd/2)")
     labels: Literal["cluster", "random", "shuffled-in-class"] = Field(
         "cluster", description="training labels: the paper's (a function of the cluster), or a control's — "
         "'random' (binary and fine labels re-drawn independently of the cluster) or 'shuffled-in-class' (fine "
@@ -82,6 +85,10 @@ class FASyntheticConfig(FADataConfig):
     """fa-synthetic: the data and binary training, plus the k-class net, the test set and the attacks."""
 
     h: int = Field(1, ge=1, description="k-class net: neurons per class [paper silent; 1 fits Fig 2b]")
+    long_T: int = Field(1000, ge=0, description="steps of a second, longer binary run on the same data, for λ(t) "
+                        "over ηt ∈ [1, η·long_T] (Lemma B.23, §5: λ ≈ log(ηt)); 0 skips it [our choice]")
+    long_eta: float = Field(0.01, gt=0, description="its learning rate (ηT = 10 at the defaults; Fig 6 shows "
+                            "averaging at η = 0.01) [our choice]")
     n_test: int = Field(1000, ge=1, description="fresh test points for accuracy and attacks [paper silent]")
     radii: list[float] | None = Field(None, description="ℓ2 radii; default: Fig 3's axis 0:2:58 scaled by "
                                       "√(d/3072), so the theory's radii √(d/k), √(d/2) stay inside for any d")
@@ -154,6 +161,12 @@ def kclass_net(cfg, seeds, dtype, device=None) -> EnsembleTwoLayer:
 def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
     """Full-batch GD on the logistic loss (FA eq. 1)."""
     net = binary_net(cfg, seeds, tr.x.dtype, tr.x.device)
+    if cfg.init == "decoupled":  # a control: GD starts at Thm D.3's robust network, not near 0
+        with torch.no_grad():
+            pos, neg = dist.positive.nonzero().flatten(), (~dist.positive).nonzero().flatten()
+            r = torch.arange(cfg.m, device=pos.device)
+            net.W.add_(dist.mu[:, torch.cat([pos[r % len(pos)], neg[r % len(neg)]])].to(net.W.dtype))
+            net.b.add_(-cfg.alpha * cfg.d / 2)
     x = train_inputs(cfg, tr)
     mask = measures.in_class_mask(dist.positive, cfg.m, cfg.m)
 

@@ -12,60 +12,19 @@ import torch
 from ... import plotting
 from ...nn.twolayer import binary_readout, sign_prediction
 from ...probes.robustness import critical_radius, worst_case
-from ...runs.claims import AtLeast, AtMost, Claim, Control, Within
 from ...runs.registry import experiment
 from ...utils import generator, progress_bar
 from . import attacks, measures
 from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
-
-# Fig 3 (left), read off the paper's figure (±1 point): robust accuracy (%) at these radii.
-PAPER_FIG3_RADII = [0, 10, 12, 14, 16, 18, 20, 22, 24, 32, 34, 36, 38, 40, 42, 44, 46]
-PAPER_FIG3_BINARY = [100, 100, 99.8, 90.1, 31.6, 3.3, 1.1, 0.3, 0, 0, 0, 0, 0, 0, 0, 0, 0]
-PAPER_FIG3_KCLASS = [100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 99.4, 85.9, 35.3, 14.9, 3.7, 0.5, 0]
-
-CLAIMS = [
-    Claim("fa.binary_clean", "binary net: clean test accuracy", "Thm 4.5 (1)", AtLeast(lo=0.99),
-          why="the theorem gives clean accuracy 1 − exp(−Ω(log² d))"),
-    Claim("fa.kclass_clean", "{k}-class net, binary read-out: clean test accuracy", "Thm 4.7 (1)",
-          AtLeast(lo=0.99), why="the theorem gives clean accuracy 1 − exp(−Ω(log² d)) for the binary read-out"),
-    Claim("fa.binary_in_class", "binary net averages: in-class cos(μ_j, w) ≈ that of Σ_{J_s}μ_j", "Thm 4.5 (2)",
-          Within(lo=0.85, hi=1.05, of="cos(μ_j, Σ_{J_s}μ_j)"),
-          why="w ≈ λΣ_{J_s}μ_j/d up to o(d^−1/2); at d = 3072 each neuron's noise part (≈ 13 % of its norm, "
-              "binary.fa_rel_residual) lowers the cosine by about that much and never raises it"),
-    Claim("fa.binary_off_class", "binary net: off-class max |cos(μ_j, w)| small next to the in-class alignment",
-          "Thm 4.5 (2)", AtMost(hi=0.25, of="in-class mean cos"),
-          why="opposite-class coefficients are ≤ kε while in-class ones are Θ(1): at most a quarter of the in-class "
-              "mean cosine. Relative, because random unit vectors at d = 3072 already have max |cos| ≈ 0.05, so an "
-              "absolute 0.1 held for untrained nets"),
-    Claim("fa.kclass_diag", "{k}-class net decouples: cos(μ_j, w_j) ≈ 1", "Thm 4.7 (2)", AtLeast(lo=0.9),
-          why="w_j ≈ λμ_j/d gives cosine 1 in the limit; a neuron's ≈ 13 % noise part allows ≈ 1 − 0.13²/2"),
-    Claim("fa.kclass_offdiag", "{k}-class net: off-diagonal max |cos(μ_i, w_j)| small next to the diagonal",
-          "Thm 4.7 (2)", AtMost(hi=0.1, of="diagonal mean cos"),
-          why="w_j ≈ λμ_j/d is orthogonal to the other centres in the limit; a tenth of the diagonal leaves room for "
-              "the noise part. Relative, because an absolute 0.1 held for untrained nets (random |cos| ≈ 0.05)"),
-    Claim("fa.lemma55_all_active", "every training point activates all m neurons of its class: share of training "
-          "points over all seeds", "Lemma 5.5", AtLeast(lo=1),
-          why="Lemma 5.5 states S_{y_i,i} = [m] for every training point i; at init each neuron is active on about "
-              "half the points, so about 2^−m of them activate all"),
-    Claim("fa.thm46", "binary net ≈ C·f_FA on the sphere ‖x‖=√d: sound upper bound U on the sup-gap / "
-          "sup|C f_FA|", "Thm 4.6",
-          AtMost(hi=0.5), why="the theorem gives o(1) with no constant, so no finite-d number exists; 0.5 is where "
-          "the statement keeps its content: below it f has the sign of C·f_FA wherever |C·f_FA| exceeds half its "
-          "sup, so the averaged network decides those predictions. Fixed from that reading, not from a run. Judged "
-          "on the proof's bound U = Σ_s (1/m) Σ_r (√d‖w_{s,r} − λv_s‖ + |b_{s,r}|) ≥ the sup (binary.thm46_bound), "
-          "the side hardest to pass; the gradient-ascent lower estimate (binary.thm46_relative) is reported beside "
-          "it, and estimate ≤ U is a test"),
-    Claim("fa.binary_breaks", "binary net's robust accuracy (worst case over the attack ensemble) falls below 50% "
-          "near √(d/k)", "Thm 4.5 (3)",
-          Within(lo=0.6, hi=1.4, of="√(d/k)"),
-          why="the exact f_FA flips at √(d/k) along the averaged direction (derived; the paper's sufficient radius "
-              "2(1+c)√(d/k) is loose); the paper's Fig 3 crosses 50 % at ≈ 0.88·√(d/k)"),
-    Claim("fa.kclass_holds", "{k}-class net's robust accuracy (worst case over the attack ensemble) holds to ≈ "
-          "√(d/2)", "Thm 4.7 (3)",
-          Within(lo=0.7, hi=1.2, of="√(d/2)"),
-          why="the cheapest flip moves x to the midpoint of μ_j and a μ_l of the other class: ‖ρ‖ = √(d/2); the "
-              "paper's Fig 3 crosses 50 % at ≈ 0.96·√(d/2)"),
-]
+from .synthetic_claims import (
+    ASSUMPTIONS,
+    CLAIMS,
+    CONTROLS,
+    PAPER_FIG3_BINARY,
+    PAPER_FIG3_KCLASS,
+    PAPER_FIG3_RADII,
+    judge,
+)
 
 
 @experiment(
@@ -73,12 +32,11 @@ CLAIMS = [
     summary="binary training averages cluster features and breaks at √(d/k); k-class training decouples "
             "them and holds to √(d/2)",
     config=FASyntheticConfig,
-    controls=[Control("untrained", {"T": 0}, "T = 0: the networks at their random init (σ = 1e-5), same data and "
-                      "measurements")],
-    presets={"paper": {"seeds": 5},
+    controls=CONTROLS, assumptions=ASSUMPTIONS,
+    presets={"paper": {"seeds": 5, "long_eta": 1e-3, "long_T": 10000},
              "quick": {"seeds": 4, "n_test": 500, "pgd_steps": 20, "thm46_starts": 16, "thm46_steps": 50}},
     tiny={"seeds": 1, "k": 4, "d": 32, "m": 2, "n": 60, "n_test": 20, "T": 5, "radii": [0, 2], "pgd_steps": 2,
-          "thm46_starts": 2, "thm46_steps": 2},
+          "thm46_starts": 2, "thm46_steps": 2, "long_T": 20, "long_eta": 0.1},
     claims=CLAIMS)
 def fa_synthetic(ctx) -> None:
     cfg: FASyntheticConfig = ctx.cfg
@@ -89,26 +47,34 @@ def fa_synthetic(ctx) -> None:
     knet, kres = fit_kclass(cfg, seeds, dist, tr)
     ctx.trained(kres)
 
-    metrics, (bcos, kcos), curves = _measure(cfg, seeds, dist, tr, te, bnet, knet)
+    long = None
+    if cfg.long_T and ctx.judges("fa.lambda_log", "fa.lemma53_balanced"):  # λ(t), q(t) up to ηt = η·long_T
+        sub = cfg.model_copy(update={"eta": cfg.long_eta, "T": cfg.long_T, "probe_every": max(1, cfg.long_T // 50)})
+        long = ctx.trained(fit_binary(sub, seeds, dist, tr, prefix="long.binary.")[1])
+    metrics, per, (bcos, kcos), curves = _measure(ctx, cfg, seeds, dist, tr, te, bnet, knet)
     for name, value in metrics.items():
         ctx.metric(name, value)
     ctx.log(_curve_rows(cfg, seeds, curves))
-    if cfg.convergence_check:
+    checked = [net for net in ("binary", "multiclass") if f"{net}.convergence_change" in metrics]
+    if checked:
         ctx.note("convergence check (twice the PGD steps and restarts at the transition radii): robust accuracy "
                  + ", ".join(f"{net} −{100 * metrics[f'{net}.convergence_change']:.2f} pts at "
-                             f"{metrics[f'{net}.convergence_radii_checked']} radii" for net in ("binary", "multiclass"))
-                 + (" (< 1 pt: converged)" if max(metrics["binary.convergence_change"],
-                                                  metrics["multiclass.convergence_change"]) < 0.01
-                    else " — NOT converged: raise pgd_steps / pgd_restarts"))
-    _draw(ctx, cfg, bcos, kcos, curves)
-    _judge(ctx, cfg)
+                             f"{metrics[f'{net}.convergence_radii_checked']} radii" for net in checked)
+                 + (" (< 1 pt: converged)" if max(metrics[f"{net}.convergence_change"] for net in checked) < 0.01
+                    else " — NOT converged: raise pgd_steps / pgd_restarts; the claims on these curves are "
+                         "unverified"))
+    if not ctx.is_control:
+        _draw(ctx, cfg, bcos, kcos, curves)
+    judge(ctx, cfg, metrics, per, bres, long)
 
 
 # ------------------------------------------------------------------------------------------ measuring
-def _measure(cfg: FASyntheticConfig, seeds, dist, tr, te, bnet, knet):
-    """Every headline number (name → (E,) tensor or float, in the summary's order), the two cosine maps (Fig 2a/2b)
-    and the robust-accuracy curves {attack: (binary (R, E), k-class (R, E))} (Fig 3 left)."""
-    m = _clean_accuracy(dist, te, bnet, knet)
+def _measure(ctx, cfg: FASyntheticConfig, seeds, dist, tr, te, bnet, knet):
+    """Every headline number (name → (E,) tensor or float, in the summary's order), the per-test-point correctness
+    {net.correct: (E, n_test)}, the two cosine maps (Fig 2a/2b) and the robust-accuracy curves {attack: (binary
+    (R, E), k-class (R, E))} (Fig 3 left). Under a control, the searches and attacks that only claims it does not
+    judge need are skipped."""
+    m, per = _clean_accuracy(dist, tr, te, bnet, knet)
     # ---- alignment (Thm 4.5 (2), 4.7 (2)); Fig 2a/2b
     bcos, bstats = measures.binary_alignment(bnet, dist, cfg.m)
     kcos, kstats = measures.kclass_alignment(knet, dist, cfg.k)
@@ -116,14 +82,17 @@ def _measure(cfg: FASyntheticConfig, seeds, dist, tr, te, bnet, knet):
     m.update({f"multiclass.{name}": v for name, v in kstats.items()})
     in_class = measures.in_class_mask(dist.positive, cfg.m, cfg.m)
     m["binary.cos_in_class_ideal"] = measures.fa_ideal(dist, cfg.m)[:, in_class].mean()
-    m.update(_thm46(cfg, seeds, dist, tr, bnet))
+    if ctx.judges("fa.thm46"):
+        m.update(_thm46(cfg, seeds, dist, tr, bnet))
     with torch.no_grad():  # Lemma 5.5: S_{y_i,i} = [m], neurons 0..m−1 carry s = +1 (signed_readout)
         active = bnet.preactivation(tr.x) >= 0  # (E, n, 2m), ReLU'(0) = 1
         own = torch.where((tr.y > 0)[..., None], active[..., : cfg.m], active[..., cfg.m:])
         m["binary.lemma55_share_all_active"] = own.all(-1).to(tr.x.dtype).mean(-1)
     # ---- Fig 3 left: robust accuracy vs radius, worst case over the attack ensemble (and per attack)
     radii = cfg.radius_grid()
-    curves, conv = _robustness(cfg, seeds, dist, te, bnet, knet)
+    which = [net for net, cid in (("binary", "fa.binary_breaks"), ("multiclass", "fa.kclass_holds"))
+             if ctx.judges(cid)]
+    curves, conv = _robustness(cfg, seeds, dist, te, bnet, knet, which) if which else ({}, {})
     for attack, (bc, kc) in curves.items():
         sfx = "" if attack == "worst" else f"_{attack}"
         for i, r in enumerate(radii):
@@ -134,17 +103,22 @@ def _measure(cfg: FASyntheticConfig, seeds, dist, tr, te, bnet, knet):
     m.update(conv)
     m["theory.radius_sqrt_d_over_k"] = (cfg.d / cfg.k) ** 0.5
     m["theory.radius_sqrt_d_over_2"] = (cfg.d / 2) ** 0.5
-    return m, (bcos, kcos), curves
+    return m, per, (bcos, kcos), curves
 
 
-def _clean_accuracy(dist, te, bnet, knet) -> dict[str, torch.Tensor]:
-    """Thm 4.5 (1), 4.7 (1): clean test accuracy of both nets (and the k-class net's fine-grained accuracy)."""
+def _clean_accuracy(dist, tr, te, bnet, knet):
+    """Thm 4.5 (1), 4.7 (1): clean test accuracy of both nets (and the k-class net's fine-grained accuracy), their
+    training accuracy on the labels they trained on, and the per-test-point correctness (E, n_test)."""
     dtype = te.x.dtype
     with torch.no_grad():
-        b_acc = (sign_prediction(bnet(te.x)) == te.y).to(dtype).mean(-1)
-        k_acc = (sign_prediction(binary_readout(knet(te.x), dist.positive)) == te.y).to(dtype).mean(-1)
+        b_ok = sign_prediction(bnet(te.x)) == te.y
+        k_ok = sign_prediction(binary_readout(knet(te.x), dist.positive)) == te.y
         k_acc_fine = (knet(te.x).argmax(-1) == te.cluster).to(dtype).mean(-1)
-    return {"binary.clean_acc": b_acc, "multiclass.clean_acc": k_acc, "multiclass.clean_acc_kclass": k_acc_fine}
+        b_train = (sign_prediction(bnet(tr.x)) == tr.y).to(dtype).mean(-1)
+        k_train = (knet(tr.x).argmax(-1) == tr.cluster).to(dtype).mean(-1)
+    m = {"binary.clean_acc": b_ok.to(dtype).mean(-1), "multiclass.clean_acc": k_ok.to(dtype).mean(-1),
+         "multiclass.clean_acc_kclass": k_acc_fine, "binary.train_acc": b_train, "multiclass.train_acc_kclass": k_train}
+    return m, {"binary.correct": b_ok, "multiclass.correct": k_ok}
 
 
 def _thm46(cfg: FASyntheticConfig, seeds, dist, tr, bnet) -> dict[str, torch.Tensor]:
@@ -159,19 +133,21 @@ def _thm46(cfg: FASyntheticConfig, seeds, dist, tr, bnet) -> dict[str, torch.Ten
             "binary.thm46_bound_relative": t46["bound"] / t46["scale"]}
 
 
-def _robustness(cfg: FASyntheticConfig, seeds, dist, te, bnet, knet):
+def _robustness(cfg: FASyntheticConfig, seeds, dist, te, bnet, knet, which=("binary", "multiclass")):
     """Robust test accuracy (R, E) of both nets at every radius per attack and in the worst case ("worst"), and
-    the convergence check (twice the PGD steps and restarts at the transition radii). Every random draw comes
-    from the replica's own (seed, role) stream: a seed gives the same curve alone as inside a batch."""
+    the convergence check (twice the PGD steps and restarts at the transition radii); a net not in ``which`` is not
+    attacked (NaN curves: a control that judges none of its claims). Every random draw comes from the replica's own
+    (seed, role) stream: a seed gives the same curve alone as inside a batch."""
     radii = cfg.radius_grid()
     nets = {"binary": attacks.target(bnet, te.x, cfg.softplus_temperature),
             "multiclass": attacks.target(knet, te.x, cfg.softplus_temperature, dist.positive)}
+    nets = {net: tgt for net, tgt in nets.items() if net in which}
     n_pgd = sum(a in attacks.PGD_ATTACKS for a in cfg.attacks)
-    bar = progress_bar(2 * len(radii) * max(n_pgd, 1), "attack radii")
+    bar = progress_bar(len(nets) * len(radii) * max(n_pgd, 1), "attack radii")
     pgd = dict(steps=cfg.pgd_steps, step_size_factor=cfg.pgd_step_factor, random_start_=cfg.pgd_random_start,
                restarts=cfg.pgd_restarts, progress=bar)
-    cert = {"binary": attacks.certified_radius(bnet, nets["binary"].score, te.x, te.y, kclass=False),
-            "multiclass": attacks.certified_radius(knet, nets["multiclass"].score, te.x, te.y, kclass=True)}
+    cert = {net: attacks.certified_radius(bnet if net == "binary" else knet, tgt.score, te.x, te.y,
+                                          kclass=net == "multiclass") for net, tgt in nets.items()}
     masks = {net: attacks.ensemble(tgt, dist, te, radii, cfg.attacks,
                                    dict(pgd, certified=cert[net], generators=[generator(s, f"attack/{net}")
                                                                               for s in seeds]))
@@ -179,9 +155,12 @@ def _robustness(cfg: FASyntheticConfig, seeds, dist, te, bnet, knet):
     bar.close()
     worst = {net: worst_case(mk) for net, mk in masks.items()}
     dt = te.x.dtype
+    nan = torch.full((len(radii), len(seeds)), float("nan"), dtype=dt, device=te.x.device)
+    acc = lambda net, mk: mk.to(dt).mean(-1) if net in masks else nan
     curves: dict[str, tuple[torch.Tensor, torch.Tensor]]  # per attack, then "worst"
-    curves = {a: (masks["binary"][a].to(dt).mean(-1), masks["multiclass"][a].to(dt).mean(-1)) for a in cfg.attacks}
-    curves["worst"] = (worst["binary"].to(dt).mean(-1), worst["multiclass"].to(dt).mean(-1))
+    curves = {a: tuple(acc(net, masks[net][a] if net in masks else None)  # type: ignore[misc]
+                       for net in ("binary", "multiclass")) for a in cfg.attacks}
+    curves["worst"] = tuple(acc(net, worst.get(net)) for net in ("binary", "multiclass"))  # type: ignore[assignment]
     conv: dict[str, torch.Tensor | float]
     conv = {f"{net}.certified_radius_median": c.median(-1).values for net, c in cert.items()}
     if cfg.convergence_check:
@@ -228,28 +207,3 @@ def _draw(ctx, cfg: FASyntheticConfig, bcos, kcos, curves) -> None:
     ctx.figure(plotting.robust_curves(cfg.radius_grid(), lines,
                                    [((d / k) ** 0.5, "$\\sqrt{d/k}$"), ((d / 2) ** 0.5, "$\\sqrt{d/2}$")],
         f"Robust test accuracy, synthetic data (d={d}, k={k}, {E} seeds, ±1 std)"), "fig3_left_robustness")
-
-
-# ------------------------------------------------------------------------------------------ judging
-def _paper_critical_radius(acc_percent: list[float]) -> float:
-    """The 50 % radius of one of the paper's Fig 3 (left) curves, interpolated like ours."""
-    acc = torch.tensor(acc_percent, dtype=torch.float64, device="cpu")[:, None] / 100
-    return float(critical_radius(PAPER_FIG3_RADII, acc))
-
-
-def _judge(ctx, cfg: FASyntheticConfig) -> None:
-    """The claims of CLAIMS, in their order, on the recorded metrics (the paper's Fig 3 radii at its (k, d))."""
-    m = ctx.metrics
-    paper_ok = (cfg.k, cfg.d) == (10, 3072)
-    ctx.claim("fa.binary_clean", m["binary.clean_acc"])
-    ctx.claim("fa.kclass_clean", m["multiclass.clean_acc"])
-    ctx.claim("fa.binary_in_class", m["binary.cos_in_class_mean"], scale=m["binary.cos_in_class_ideal"])
-    ctx.claim("fa.binary_off_class", m["binary.cos_off_class_max_abs"], scale=m["binary.cos_in_class_mean"])
-    ctx.claim("fa.kclass_diag", m["multiclass.cos_diag_mean"])
-    ctx.claim("fa.kclass_offdiag", m["multiclass.cos_offdiag_max_abs"], scale=m["multiclass.cos_diag_mean"])
-    ctx.claim("fa.lemma55_all_active", m["binary.lemma55_share_all_active"])
-    ctx.claim("fa.thm46", m["binary.thm46_bound_relative"])
-    ctx.claim("fa.binary_breaks", m["binary.critical_radius"], scale=m["theory.radius_sqrt_d_over_k"],
-              paper_value=_paper_critical_radius(PAPER_FIG3_BINARY) if paper_ok else None)
-    ctx.claim("fa.kclass_holds", m["multiclass.critical_radius"], scale=m["theory.radius_sqrt_d_over_2"],
-              paper_value=_paper_critical_radius(PAPER_FIG3_KCLASS) if paper_ok else None)
