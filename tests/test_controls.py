@@ -51,8 +51,8 @@ def test_every_claim_is_targeted_by_a_control():
 
 def test_control_flag_runs_the_control_and_says_so(out, capsys):
     tiny = ["seeds=1", "k=4", "d=64", "n=80", "n_test=40", "radii=[0,2,4]", "pgd_steps=2", "thm46_starts=2",
-            "thm46_steps=2"]
-    code = main(["run", "fa-synthetic", "--control", "--out", str(out), *tiny])
+            "thm46_steps=2", "long_T=20"]
+    code = main(["run", "fa-synthetic", "--control-name", "untrained", "--out", str(out), *tiny])
     text = capsys.readouterr().out
     assert "control 'untrained' (T = 0" in text and "claims hold; none may" in text
     assert code == 0  # no claim held: the control did its job

@@ -9,10 +9,18 @@ import featlab
 from featlab.runs.registry import list_experiments
 from test_controls import control_inputs
 
+# Experiments whose quick run and controls take minutes here (mm-multiview alone: ~7 min for its own run and three
+# controls): their mechanism controls run with `pytest -m slow` until the speed work brings them under the suite's
+# budget. What the default suite still checks of them: λ ∈ {0, 1} is ERM through the all-pairs code
+# (test_mm_core), the control's overrides resolve and target declared claims (test_every_claim_has_...), and the
+# sanity controls. Their last measured outcome at quick is in the docs (docs/*.md, "Controls").
+SLOW = {"mm-multiview", "mm-spurious-digits", "rfa-phase", "fa-ablation-n"}
+
 
 def _params(prefix):
-    return [pytest.param(e.id, c.name, id=f"{e.id}:{c.name}") for e in list_experiments() for c in e.controls
-            if c.kind == "mechanism" and e.id.startswith(prefix)]
+    return [pytest.param(e.id, c.name, id=f"{e.id}:{c.name}",
+                         marks=[pytest.mark.slow] if e.id in SLOW else [])
+            for e in list_experiments() for c in e.controls if c.kind == "mechanism" and e.id.startswith(prefix)]
 
 
 @pytest.fixture(scope="session")
