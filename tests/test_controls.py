@@ -9,8 +9,12 @@ from featlab.runs.registry import list_experiments
 
 # Experiments whose quick preset is a smoke test judging no claims (their datasets cannot be shipped): their
 # controls run at the paper preset on tiny files in the real formats, at toy size (see CONTROL_INPUTS).
-CONTROLS = [pytest.param(e.id, c.name, id=f"{e.id}:{c.name}") for e in list_experiments() for c in e.controls
-            if c.kind == "sanity"]
+# mm-phase's λ-endpoints control trains the whole quick map (minutes here); its claims' other sanity control
+# (untrained) runs in the default suite, this one with -m slow.
+SLOW = {("mm-phase", "lambda-endpoints")}
+CONTROLS = [pytest.param(e.id, c.name, id=f"{e.id}:{c.name}",
+                         marks=[pytest.mark.slow] if (e.id, c.name) in SLOW else [])
+            for e in list_experiments() for c in e.controls if c.kind == "sanity"]
 
 
 def control_inputs(exp_id, tmp_path, monkeypatch):
@@ -57,13 +61,13 @@ def test_control_flag_runs_the_control_and_says_so(out, capsys):
     assert "control 'untrained' (T = 0" in text and "claims hold; none may" in text
     assert code == 0  # no claim held: the control did its job
     rec = featlab.run("fa-synthetic", out=out, control=True, **dict(a.split("=", 1) for a in tiny[:3]),
-                      n=80, n_test=40, radii=[0, 2, 4], pgd_steps=2, thm46_starts=2, thm46_steps=2)
+                      n=80, n_test=40, radii=[0, 2, 4], pgd_steps=2, thm46_starts=2, thm46_steps=2, long_T=20)
     assert rec.config["T"] == 0 and rec.skipped
 
 
 def test_control_cannot_be_overridden_away(out):
     rec = featlab.run("fa-synthetic", out=out, control=True, T=50, seeds=1, k=4, d=64, n=80, n_test=40,
-                      radii=[0, 2], pgd_steps=2, thm46_starts=2, thm46_steps=2)
+                      radii=[0, 2], pgd_steps=2, thm46_starts=2, thm46_steps=2, long_T=0)
     assert rec.config["T"] == 0
 
 
