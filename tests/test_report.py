@@ -213,7 +213,8 @@ def test_the_docs_measured_sections_list_the_declared_claims_and_thresholds():
             if not rows:
                 continue  # not run at that preset: the section says so
             declared = {c.id: c.threshold.text() for c in exp.claims}
-            assert set(rows) == set(declared), f"{page.name} {exp_id} {preset}: stale; rerun and --sync-docs"
+            # a preset may judge fewer claims (rfa-theorem1's theory preset has no n sweep for the rate claim)
+            assert set(rows) <= set(declared), f"{page.name} {exp_id} {preset}: stale; rerun and --sync-docs"
             stale = [i for i, t in rows.items() if declared[i] not in t]
             assert stale == [], f"{page.name} {exp_id} {preset}: thresholds moved for {stale}; rerun and --sync-docs"
 
