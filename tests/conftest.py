@@ -17,6 +17,14 @@ def out(tmp_path):
     return tmp_path / "runs"
 
 
+@pytest.fixture(scope="session")
+def shared_out(tmp_path_factory):
+    """One runs folder for every worker of the session: a quick run several tests need (a claim's own run, the
+    mechanism-control test's reference) is made once; featlab.run locks a run id and reuses a complete run."""
+    root = tmp_path_factory.getbasetemp()
+    return (root.parent if root.name.startswith("popen-") else root) / "shared-runs"
+
+
 @pytest.fixture
 def one_thread():
     """Tiny models run fastest on one thread, above all on a shared CPU; restored afterwards.

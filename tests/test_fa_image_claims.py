@@ -15,13 +15,13 @@ from featlab.papers.feature_averaging import deep_measures as dm
 
 
 @pytest.fixture(scope="session")
-def digits(tmp_path_factory):
-    return featlab.run("fa-resnet-digits", "quick", out=tmp_path_factory.mktemp("runs"), quiet=True)
+def digits(shared_out):
+    return featlab.run("fa-resnet-digits", "quick", out=shared_out, quiet=True)  # shared with its controls' test
 
 
 @pytest.fixture(scope="session")
-def embeddings(tmp_path_factory):
-    return featlab.run("fa-embeddings", "quick", out=tmp_path_factory.mktemp("runs"), quiet=True)
+def embeddings(shared_out):
+    return featlab.run("fa-embeddings", "quick", out=shared_out, quiet=True)
 
 
 def verdict(rec, claim_id):

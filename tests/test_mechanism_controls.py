@@ -23,13 +23,6 @@ def _params(prefix):
             for e in list_experiments() for c in e.controls if c.kind == "mechanism" and e.id.startswith(prefix)]
 
 
-@pytest.fixture(scope="session")
-def shared_out(tmp_path_factory):
-    """One folder for every worker: a claim's own quick run is made once (featlab.run locks and reuses it)."""
-    root = tmp_path_factory.getbasetemp()
-    return (root.parent if root.name.startswith("popen-") else root) / "shared-runs"
-
-
 def check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch):
     preset, kw = control_inputs(exp_id, tmp_path, monkeypatch)
     out = shared_out if preset == "quick" else tmp_path / "runs"
