@@ -57,10 +57,11 @@ def heatmap_panels(panels: list[tuple[np.ndarray, str]], suptitle: str = "") -> 
 
 def robust_curves(radii, curves: list[dict], marks: list[tuple[float, str]], title: str,
                   xlabel: str = "$\\ell_2$ perturbation radius $\\delta$") -> Figure:
-    """Robust accuracy (%) vs radius (FA Fig 3): each curve {label, mean, std, color, style, [paper]}.
+    """Robust accuracy (%) vs radius (FA Fig 3): each curve {label, mean, std, color, style, [lower], [paper]}.
 
-    Bands are ±1 std over seeds; ``paper`` is (radii, values) read off the paper's figure, drawn as hollow
-    markers; ``marks`` are vertical lines at the theory's radii.
+    Bands are ±1 std over seeds; with ``lower`` (a certified curve below ``mean``, the attacked one) the band is the
+    interval [lower, mean] where the truth lies, hatched. ``paper`` is (radii, values) read off the paper's figure,
+    drawn as hollow markers; ``marks`` are vertical lines at the theory's radii.
     """
     fig, ax = subplots(figsize=(6.4, 4.4))
     r = np.asarray(radii)
@@ -68,6 +69,11 @@ def robust_curves(radii, curves: list[dict], marks: list[tuple[float, str]], tit
         mean, std = 100 * np.asarray(c["mean"]), 100 * np.asarray(c.get("std", np.zeros_like(c["mean"])))
         ax.plot(r, mean, c.get("style", "-"), color=c["color"], label=c["label"], lw=1.8)
         ax.fill_between(r, mean - std, mean + std, color=c["color"], alpha=0.15, lw=0)
+        if c.get("lower") is not None:
+            low = 100 * np.asarray(c["lower"])
+            ax.fill_between(r, low, mean, facecolor="none", edgecolor=c["color"], hatch="///", lw=0, alpha=0.6,
+                            label=c["label"].split(" (")[0] + " (certified to attacked)")
+            ax.plot(r, low, ":", color=c["color"], lw=1.2)
         if c.get("paper") is not None:
             pr, pv = c["paper"]
             ax.plot(pr, pv, "o", mfc="none", color=c["color"], ms=4, label=c["label"].split(" (")[0] + " (paper)")

@@ -8,6 +8,11 @@ so the interval is that of the paired difference (a paired bootstrap).
 
 A claim measured without samples is a statement about every unit of the run (every neuron of every seed, the worst
 case over seeds): its verdict is exact for the run and carries no interval; its ``Claim.exact`` says why.
+
+A measurement known only between two bounds per unit (robust accuracy between a certified lower bound and an
+attack's upper bound) passes a :class:`Bracket`: the interval runs from the lower side's bootstrap low to the upper
+side's bootstrap high, so the claim holds only when both sides hold and fails only when both fail — it is judged on
+the side that makes it hardest to pass.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,10 +40,18 @@ class Interval:
     hi: float
     n: int  # independent units resampled
     unit: str  # 'seeds', 'test points', 'neurons', ...
+    gap: float = 0.0  # a Bracket's width at the point estimate: what more units cannot shrink
+
+
+class Bracket(NamedTuple):
+    """Per-unit samples of a sound lower and upper bound on the measurement (each an array or a paired tuple)."""
+
+    lower: Samples
+    upper: Samples
 
 
 def _arrays(samples: Samples) -> tuple[np.ndarray, ...]:
-    arrs = samples if isinstance(samples, tuple) else (samples,)
+    arrs = samples if isinstance(samples, tuple) and not isinstance(samples, Bracket) else (samples,)
     out = []
     for a in arrs:
         if hasattr(a, "detach"):  # a torch tensor: its values, on the host
@@ -62,14 +75,31 @@ def _mean(a: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(a, axis=axis)
 
 
+def _finite(samples: Samples) -> tuple[np.ndarray, ...]:
+    arrs = _arrays(samples)
+    finite = np.all([np.isfinite(a) for a in arrs], axis=0)
+    return tuple(a[finite] for a in arrs)
+
+
+def _point(samples: Samples, statistic: Callable[..., float] | None) -> float:
+    """The statistic on the finite units (the point estimate)."""
+    return float((statistic or _mean)(*_finite(samples)))
+
+
 def interval(samples: Samples, statistic: Callable[..., float] | None = None, *, unit: str = "seeds",
              seed: int = 0) -> Interval | None:
     """The 95 % percentile-bootstrap interval of ``statistic`` (default: the mean) over the samples; paired when
     given a tuple of arrays (``statistic(a, b, ...)``, resampled together; give it an ``axis=-1`` parameter and it
-    is applied to all resamples in one call). None with fewer than 2 units."""
-    arrs = _arrays(samples)
-    finite = np.all([np.isfinite(a) for a in arrs], axis=0)
-    arrs = tuple(a[finite] for a in arrs)
+    is applied to all resamples in one call). None with fewer than 2 units. A :class:`Bracket` gives the hull of
+    its two sides' intervals."""
+    if isinstance(samples, Bracket):
+        sides = [interval(s, statistic, unit=unit, seed=seed) for s in samples]
+        if sides[0] is None or sides[1] is None:
+            return None
+        ends = [_point(s, statistic) for s in samples]
+        return Interval(min(sides[0].lo, sides[1].lo), max(sides[0].hi, sides[1].hi), sides[0].n, unit,
+                        gap=abs(ends[1] - ends[0]))
+    arrs = _finite(samples)
     n = len(arrs[0])
     if n < 2:
         return None
@@ -112,10 +142,11 @@ def decide(bounds: tuple[float | None, float | None], strict: bool, value: float
 
 def units_to_settle(bounds: tuple[float | None, float | None], value: float, iv: Interval) -> int | None:
     """For an inconclusive verdict: how many units would shrink the interval (∝ 1/√n) clear of the nearest bound,
-    at the same point estimate; None when the estimate sits on the bound (no number of units settles it)."""
+    at the same point estimate; None when the estimate sits on the bound (no number of units settles it) or a
+    Bracket's own width reaches the bound (a tighter bound settles it, not more units)."""
     gaps = [abs(value - x) for x in bounds if x is not None]
     gap = min(gaps) if gaps else 0.0
     half = (iv.hi - iv.lo) / 2
-    if gap <= 0 or half <= 0:
+    if gap <= 0 or half <= 0 or iv.gap >= gap:
         return None
     return max(iv.n + 1, math.ceil(iv.n * (half / gap) ** 2))

@@ -15,6 +15,10 @@ Robust accuracy is the worst case, point by point, over:
 
 Success is always judged on the true net. The direction attacks use the distribution's centres (a white-box
 attacker that knows the data model); every radius' perturbation lies in the ball, so each is a valid attack.
+
+The ensemble only bounds robust accuracy from above. :func:`distance_bounds` adds the other side: the binary net's
+exact minimum distance (:mod:`featlab.probes.exact`; it is also an attack, so the curve is exact where it succeeds)
+and, for the k-class net, a certified lower bound (:mod:`featlab.probes.certify`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from typing import NamedTuple
 import torch
 
 from ...nn.twolayer import EnsembleTwoLayer, logit_margin_readout
+from ...probes.certify import attack_distance, certified_lower_bound
+from ...probes.exact import exact_min_distance
 from ...probes.robustness import lipschitz_certificate, transition_radii, worst_case
 from ...probes.subspace import LinearHead, subspace_direction_masks, subspace_masks
 
@@ -122,3 +128,33 @@ def convergence_change(tgt: Target, dist, te, radii, attacks, pgd, worst: torch.
     stronger = worst_case({"base": worst, **again})
     drop = (acc - stronger.double().mean(-1)).mean(-1)  # (R,)
     return float(drop.max()), len(idx)
+
+
+class Bounds(NamedTuple):
+    """Per test point (E, n): ``lower`` a sound lower bound on the minimum ℓ2 distance that flips it (exact or
+    certified), ``upper`` the distance of a verified adversarial point (the ensemble's radius grid, or the exact
+    solver's point), ``ensemble`` the ensemble's alone, ``exact`` where the two meet."""
+    lower: torch.Tensor
+    upper: torch.Tensor
+    ensemble: torch.Tensor
+    exact: torch.Tensor
+
+
+def distance_bounds(net: EnsembleTwoLayer, te, radii: list[float], worst: torch.Tensor, positive=None,
+                    max_unstable: int = 12) -> Bounds:
+    """Both sides of each test point's adversarial distance. Binary net (``positive`` None): the exact minimum
+    distance (one small QP per reachable activation region, branch and bound over the unstable neurons); a point
+    with more than ``max_unstable`` unstable neurons falls back to the certified bound. k-class net: the certified
+    (CROWN-style) bound on the logit margin. ``worst``: the ensemble's (R, E, n) robust masks."""
+    att = attack_distance(radii, worst)  # (E, n) float64
+    if positive is None:
+        ex = exact_min_distance(net.W, net.b, net.A, te.x, te.y, upper=att, max_unstable=max_unstable)
+        ok = ex.verified | (ex.dist == 0)
+        exact = torch.where(ok, ex.dist.double(), float("nan"))
+        lower, upper = exact.clone(), torch.minimum(att, torch.where(ok, exact, float("inf")))
+        if not ok.all():  # out of the solver's reach: certified below, the ensemble above
+            cert = certified_lower_bound(net.W, net.b, net.A, te.x, te.y, upper=att).double()
+            lower = torch.where(ok, lower, cert)
+        return Bounds(lower, upper, att, ok)
+    cert = certified_lower_bound(net.W, net.b, net.A, te.x, te.y, positive=positive, upper=att).double()
+    return Bounds(cert, att, att, cert >= att)
