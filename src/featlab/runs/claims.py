@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from .diagnosis import Diagnosis
 from .uncertainty import HELD, INCONCLUSIVE, Samples, decide, interval, units_to_settle
 
 
@@ -157,6 +158,7 @@ class Claim:
     why: str = ""  # where the threshold comes from
     kind: Literal["claim", "check"] = "claim"
     exact: str = ""
+    diagnoses: tuple[Diagnosis, ...] = ()  # why it fails where it does, from evidence run (runs/diagnosis.py)
 
     def judge(self, measured: float | str, *, scale: float | None = None, paper_value: float | None = None,
               config: dict[str, Any] | None = None, samples: Samples | None = None,

@@ -1,0 +1,75 @@
+"""Why a claim fails, from evidence that was run: each ✗ (failed, or inconclusive where more units cannot settle it)
+carries a diagnosis class and the command and numbers behind it, shown beside the verdict in the report and docs.
+
+The four classes (a referee's questions about a failed reproduction):
+
+* ``budget``: the verdict flips with more steps, seeds or test points — the evidence says how many;
+* ``formulation``: the claim's reading of the paper (cite the sentence) is what fails, not the mechanism;
+* ``paper``: an independent re-derivation or re-implementation agrees with featlab and not with the paper;
+* ``implementation``: a featlab bug was found (and fixed: the diagnosis says in which version).
+
+A paper declares its diagnoses beside its claims (``with_diagnoses(CLAIMS, {...})``); they are looked up at display
+time by experiment, claim and preset, so adding one never needs a rerun.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .claims import Claim
+
+KINDS = ("budget", "formulation", "paper", "implementation")
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """``kind`` one of KINDS; ``why`` the finding in a sentence; ``evidence`` the command(s) run and their numbers;
+    ``presets`` where it applies (the verdict it explains was measured there)."""
+
+    kind: Literal["budget", "formulation", "paper", "implementation"]
+    why: str
+    evidence: str
+    presets: tuple[str, ...] = ("quick",)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"diagnosis kind {self.kind!r}: choose one of {', '.join(KINDS)}")
+        if not self.evidence.strip():
+            raise ValueError("a diagnosis names the evidence that was run (a command and its numbers)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "why": self.why, "evidence": self.evidence, "presets": list(self.presets)}
+
+    def text(self) -> str:
+        return f"{self.kind}: {self.why} (evidence: {self.evidence})"
+
+
+def with_diagnoses(claims: Iterable[Claim], table: Mapping[str, Diagnosis | tuple[Diagnosis, ...]]) -> list[Claim]:
+    """The claims with their diagnoses attached; an id in ``table`` that names no claim is an error."""
+    claims = list(claims)
+    unknown = set(table) - {c.id for c in claims}
+    if unknown:
+        raise ValueError(f"diagnoses for undeclared claims: {sorted(unknown)}")
+    as_tuple = lambda d: d if isinstance(d, tuple) else (d,)
+    return [replace(c, diagnoses=as_tuple(table[c.id])) if c.id in table else c for c in claims]
+
+
+def diagnosis_for(claim: Claim | None, preset: str | None) -> Diagnosis | None:
+    """The diagnosis of ``claim`` at ``preset`` (the first that lists it), or None."""
+    if claim is None:
+        return None
+    return next((d for d in claim.diagnoses if preset in d.presets), None)
+
+
+def lookup(experiment_id: str, claim_id: str, preset: str | None) -> Diagnosis | None:
+    """The declared diagnosis of a claim of a registered experiment at ``preset`` (None when there is none)."""
+    from .registry import get_experiment  # the registry imports the papers: only when a page is drawn
+
+    try:
+        exp = get_experiment(experiment_id)
+    except Exception:  # an experiment of another featlab version, or unregistered: nothing to say
+        return None
+    return diagnosis_for(next((c for c in exp.claims if c.id == claim_id), None), preset)
