@@ -1,6 +1,7 @@
 """Exact ℓ2 radii (probes/exact.py) and certified lower bounds (probes/certify.py) at Feature-Averaging shapes: time per
 point against one dense PGD step on the same points (ratios measured in one run), how tight the interval is, and how
-far the attacks' distances sit above the exact ones. Asserts nothing.
+far the attacks' distances sit above the exact ones; for the k-class net the certified bound with and without the
+joint read-out (probes/certify_dual.py). Asserts nothing.
 
 The nets are trained here on the FA data model (k orthogonal clusters of norm √d, x = μ_j + ξ, J+ the first k/2) with
 featlab's trainer (full-batch GD on the logistic / cross-entropy loss, FA's init scale and step), so the unstable-neuron
@@ -114,17 +115,19 @@ def main() -> None:
     print(f"  the dense PGD curve took {t_att / t_ex:.1f}× the exact solver's time")
 
     _, t_pgd_k = timed(pgd_step(kscore, xt, yt), reps=3)
-    lo_k, t_lo_k = timed(lambda: certified_lower_bound(knet.W, None, knet.A, xt, yt, positive=pos))
     masks_k = robust_masks(kscore, xt, yt, radii, steps=20, generator=torch.Generator().manual_seed(0))
     att_k = attack_distance(radii, masks_k)
-    ivk = robust_interval(radii, lo_k.double(), att_k)
     print(f"\nk-class net, M = {k * args.h}, logit-margin read-out, {n} points")
     print(f"  one dense PGD step            {1e6 * t_pgd_k / n:9.1f} µs/point")
-    print(f"  certified lower bound         {1e6 * t_lo_k / n:9.1f} µs/point = {t_lo_k / t_pgd_k:7.1f} PGD steps")
     fk = torch.isfinite(att_k) & (att_k > 0)
-    print(f"  certified / PGD distance: median {(lo_k.double() / att_k)[fk].median():.3f}; interval width "
-          f"(attacked − certified accuracy) max {(ivk.attacked - ivk.certified).max():.3f}; critical radius "
-          f"[{ivk.critical[:, 0].mean():.2f}, {ivk.critical[:, 1].mean():.2f}] (√(d/2) = {(d / 2) ** 0.5:.2f})")
+    for name, joint in (("pairs/aggregated bound", False), ("+ joint bound (default)", True)):
+        lo_k, t_lo_k = timed(lambda joint=joint: certified_lower_bound(knet.W, None, knet.A, xt, yt, positive=pos,
+                                                                       upper=att_k, joint=joint))
+        ivk = robust_interval(radii, lo_k.double(), att_k)
+        print(f"  {name:28s}  {1e6 * t_lo_k / n:9.1f} µs/point = {t_lo_k / t_pgd_k:7.1f} PGD steps; certified/PGD "
+              f"distance median {(lo_k.double() / att_k)[fk].median():.3f}; interval width max "
+              f"{(ivk.attacked - ivk.certified).max():.3f}; critical radius [{ivk.critical[:, 0].mean():.2f}, "
+              f"{ivk.critical[:, 1].mean():.2f}] (√(d/2) = {(d / 2) ** 0.5:.2f})")
 
 
 if __name__ == "__main__":

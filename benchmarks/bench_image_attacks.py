@@ -7,7 +7,9 @@ A SmallCNN (random weights: timing only; every attack runs its full budget becau
 0.05, where few points break) on (n, 1, size, size) images, binary score o_1 − o_0 (k = 4 classes for APGD-T,
 J+ = {2, 3}). A "step" is one gradient step (PGD, APGD, APGD-T per target, DDN) or one query (Square: a forward
 pass only). Prints the median seconds per point and step and the ratio to PGD's, plus the whole ensemble per
-point at the default budget scaled to ``--steps``, as JSON.
+point at the default budget scaled to ``--steps``, as JSON. ``curve``: a robust-accuracy curve over 6 radii
+(fa-resnet's protocol: margin PGD on its survivors, then the ensemble) — run independently, as a cascade and with
+the frontier search — each against margin PGD's curve alone, with the worst-case accuracies they reach.
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ def main() -> None:
     score = lambda z: (lambda G: G[..., 1] - G[..., 0])(group_logits(net(z), pos))
     g = torch.Generator().manual_seed(0)
     x = torch.rand(a.n, 1, a.size, a.size, generator=g)
+    with torch.no_grad():  # centre the score on the data (a random net's is nearly constant): points near the boundary
+        s0 = score(x).median()
+    raw = score
+    score = lambda z: raw(z) - s0
     y = torch.where(score(x) > 0, 1.0, -1.0)  # every point correct: every attack runs on all of them
     S, eps, gen = a.steps, 0.05, lambda: torch.Generator().manual_seed(1)
     kw = dict(event_dims=3, clip=(0.0, 1.0))
@@ -68,6 +74,7 @@ def main() -> None:
     t = time.perf_counter()
     pgd_l2(score, x, y, eps, steps=S, generator=gen(), **kw)
     pgd_pt = (time.perf_counter() - t) / a.n
+    curve = _curve(score, net, pos, x, y, S, eps, kw)
     print(json.dumps({
         "shape": [a.n, 1, a.size, a.size], "width": a.width, "steps": S, "threads": a.threads,
         "us_per_point_step": {k: round(v * 1e6, 2) for k, v in per.items()},
@@ -75,7 +82,32 @@ def main() -> None:
         "ensemble_per_point_s": round(ens, 5),
         "ensemble_over_one_pgd_run": round(ens / pgd_pt, 2),
         "ensemble_budget": {"apgd-ce": S, "apgd-t": S, "ddn": S, "square_queries": 5 * S},
+        "curve": curve,
     }, indent=2))
+
+
+def _curve(score, net, pos, x, y, S: int, eps: float, kw) -> dict:
+    """Seconds of a 6-radius curve per mode (ratio to margin PGD's curve) and the worst-case accuracy it reaches;
+    radii at the 10–90 % quantiles of DDN's distances, so the curve falls from 100 % to about 10 %."""
+    _, dist = ddn_l2(score, x, y, steps=4 * S, max_norm=64 * eps, alpha=64 * eps, init_norm=eps, **kw)
+    fin = dist[torch.isfinite(dist)]
+    q = fin.quantile(torch.tensor([0.1, 0.3, 0.5, 0.7, 0.9], dtype=fin.dtype)) if len(fin) else torch.ones(5) * eps
+    radii = [0.0] + [round(float(v), 4) for v in q]
+    budget = AttackBudget(steps=S, queries=S, ddn_steps=S, n_targets=1, large_radius=0, pgd_steps=S,
+                          attacks=("pgd", "apgd-ce", "apgd-t", "ddn", "square"))
+    modes = {"pgd": dict(budget=AttackBudget(attacks=("pgd",), pgd_steps=S, large_radius=0)),
+             "independent": dict(budget=budget), "cascade": dict(budget=budget, cascade=True),
+             "frontier": dict(budget=budget, frontier=True)}
+    out = {}
+    for name, m in modes.items():
+        t = time.perf_counter()
+        res = robust_masks_ensemble(score, x, y, radii, logits=net, positive=pos, generator=torch.Generator()
+                                    .manual_seed(1), **kw, **m)
+        out[name] = {"s": round(time.perf_counter() - t, 3),
+                     "worst_acc": [round(float(v), 3) for v in res.worst.double().mean(-1)]}
+    for v in out.values():
+        v["ratio_to_pgd_curve"] = round(v["s"] / out["pgd"]["s"], 2)
+    return {"radii": radii, **out}
 
 
 if __name__ == "__main__":

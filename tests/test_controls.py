@@ -31,7 +31,8 @@ def control_inputs(exp_id, tmp_path, monkeypatch):
         make_cifar100(tmp_path, monkeypatch)
     else:
         return "quick", {}
-    extra = dict(n_attack=4, pgd_steps=2) if exp_id.startswith("fa-") else {}
+    extra = (dict(n_attack=4, pgd_steps=2, apgd_steps=2, apgd_targets=1, square_queries=2, ddn_steps=2)
+             if exp_id.startswith("fa-") else {})
     return "paper", dict(toy_img, data_root=str(tmp_path), **extra)
 
 

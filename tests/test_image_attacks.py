@@ -204,3 +204,54 @@ def test_agrees_with_torchattacks(models):
         assert abs(acc - acc_ref) <= tol or acc < acc_ref, (name, acc, acc_ref)  # ours never clearly weaker
         if name == "apgd-ce":
             assert abs(acc - acc_ref) <= 0.05, (acc, acc_ref)  # same algorithm, same budget: close either way
+
+
+def test_cascade_and_frontier_keep_the_worst_case_and_attribute_each_break(models):
+    """Cascade (each attack on what the earlier ones left) and frontier (later attacks descend from each point's
+    break radius) give the same kind of worst case as the independent runs, at a fraction of the attacked points."""
+    net, score, x, y = models
+    x, y = x[:48], y[:48]
+    radii = [0.0, 0.3, 0.5, 0.7, 0.9]
+    b = AttackBudget(steps=6, queries=15, ddn_steps=10, n_targets=1, large_radius=0,
+                     attacks=("pgd", "apgd-ce", "apgd-t", "ddn", "square"), pgd_steps=6)
+    calls: dict[str, int] = {}
+    counted = lambda z: (calls.__setitem__("n", calls.get("n", 0) + z.shape[-4]), score(z))[1]  # points scored
+    kw = dict(logits=net, positive=POS, budget=b)
+    runs = {}
+    for mode in ("independent", "cascade", "frontier"):
+        calls.clear()
+        runs[mode] = robust_masks_ensemble(counted, x, y, radii, generator=torch.Generator().manual_seed(0),
+                                           cascade=mode == "cascade", frontier=mode == "frontier", **kw)
+        runs[mode].calls = calls["n"]  # type: ignore[attr-defined]
+    ind, cas, fro = runs["independent"], runs["cascade"], runs["frontier"]
+    assert torch.equal(ind.masks["pgd"], cas.masks["pgd"]) and torch.equal(cas.masks["pgd"], fro.masks["pgd"])
+    for r in (cas, fro):
+        assert r.cascade and torch.equal(r.worst, r.masks["square"])  # cumulative: the last mask is the worst case
+        names = list(r.masks)
+        for a, c in zip(names, names[1:]):
+            assert (r.masks[c] <= r.masks[a]).all()  # each stage only removes points
+        acc = r.worst.double().mean(-1)
+        assert (acc[1:] <= acc[:-1]).all()
+        assert (acc - ind.worst.double().mean(-1)).abs().max() <= 2 / len(y)  # same strength, other draws
+        table = r.attribution()
+        broken = table[table.clean_correct & (table.broken_by != "")]
+        assert len(broken) == int((r.clean & ~r.worst[-1]).sum())
+    assert fro.calls < cas.calls < ind.calls, (fro.calls, cas.calls, ind.calls)
+    with pytest.raises(ValueError, match="gradient-free attacks"):
+        robust_masks_ensemble(score, x, y, radii, cascade=True, budget=AttackBudget(attacks=("square", "apgd-ce")))
+
+
+def test_start_masks_measure_what_a_stronger_budget_adds(models):
+    net, score, x, y = models
+    x, y = x[:32], y[:32]
+    radii = [0.0, 0.5, 0.9]
+    b = AttackBudget(steps=3, queries=10, ddn_steps=5, n_targets=1, large_radius=0)
+    res = robust_masks_ensemble(score, x, y, radii, budget=b, logits=net, positive=POS, frontier=True,
+                                generator=torch.Generator().manual_seed(0))
+    strong = robust_masks_ensemble(score, x, y, radii, budget=b.stronger(4), logits=net, positive=POS,
+                                   start=res.worst, frontier=True, generator=torch.Generator().manual_seed(1))
+    assert (strong.worst <= res.worst).all()  # it only attacks what the first run left
+    ind = attack_indicators(res, strong=strong, tol=0.0)
+    drop = float((res.worst.double().mean(-1) - strong.worst.double().mean(-1)).max())
+    assert ind["checks"]["convergence"]["value"] == pytest.approx(drop)
+    assert ("convergence" in ind["flagged"]) == (drop > 0)

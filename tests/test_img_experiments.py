@@ -12,7 +12,8 @@ from featlab.data.images import load_images
 from featlab.errors import DataError
 
 TINY_MM = dict(seeds=2, epochs=2, width=4, batch_size=200)
-TINY_FA = dict(seeds=1, epochs=2, width=4, radii=[0, 0.3, 0.6], n_attack=60, pgd_steps=3)
+TINY_FA = dict(seeds=1, epochs=2, width=4, radii=[0, 0.3, 0.6], n_attack=60, pgd_steps=3, apgd_steps=3,
+               square_queries=3, ddn_steps=5)
 
 
 def test_mm_spurious_digits_end_to_end(out):
@@ -69,11 +70,29 @@ def test_fa_resnet_digits_end_to_end(out):
     assert c["unit"] == "test points" and c["n"] == m["both_correct.points"]  # paired bootstrap over points
     assert (not c["holds"] or gap > 0) and (c["status"] != "failed" or gap <= 0)
     assert len(rec.figures) == 1 and rec.figures[0].is_file()
+    # the worst case over the ensemble is never above margin PGD alone, kept beside it
+    for h in ("binary", "multiclass"):
+        for r in TINY_FA["radii"]:
+            assert m[f"{h}.robust_acc@{r:g}"] <= m[f"{h}.pgd_robust_acc@{r:g}"] + 1e-12
+        assert m[f"{h}.attack.eps0_gap"] == 0 and m[f"{h}.attack.unverified"] == 0
+        assert m[f"{h}.attack.monotone_rise"] == 0
+        assert m[f"{h}.attack.convergence_drop"] >= 0  # the stronger budget's check ran (check_seeds=1)
+    # a claim on a flagged curve is unverified, and only then
+    flagged = m["binary.attack.flagged"] + m["multiclass.attack.flagged"] > 0
+    assert all((cl["status"] == "unverified") == flagged for cl in claims.values())
+    assert any("attack-failure indicators" in n for n in rec.summary["notes"])
+    table = pd.read_parquet(rec.dir / "attacks.parquet")  # per point: which attack broke it, at which radius
+    assert len(table) == 2 * 60 and set(table.arm) == {"binary", "multiclass"}
+    assert {"r_pgd", "r_apgd-ce", "r_apgd-t", "r_ddn", "r_square", "broken_by", "ddn_distance"} <= set(table.columns)
+    for h in ("binary", "multiclass"):
+        t = table[table.arm == h]
+        broken = t.clean_correct & ~t.broken_by.isin(["", "clean"])
+        assert broken.sum() == round(60 * (m[f"{h}.robust_acc@0"] - m[f"{h}.robust_acc@0.6"]))
 
 
 def test_smoke_presets_make_no_claims(out):
     rec = featlab.run("fa-resnet-cifar10", "quick", out=out, quiet=True, epochs=1, width=4, radii=[0, 0.3],
-                      n_attack=30, pgd_steps=2)
+                      n_attack=30, pgd_steps=2, apgd_steps=2, square_queries=2, ddn_steps=2)
     assert rec.ok and rec.claims == [] and rec.config["dataset"] == "digits"
 
 
@@ -174,7 +193,8 @@ def test_paper_presets_run_on_cifar_files(out, tmp_path, monkeypatch):
                       epochs=1, width=2, batch_size=10, device="cpu")
     assert rec.ok and {"mm.table1_mixup", "mm.mixup_below_erm"} <= {c["id"] for c in rec.claims}
     rec = featlab.run("fa-resnet-cifar10", "paper", out=out, quiet=True, data_root=str(tmp_path), epochs=1, width=2,
-                      batch_size=10, n_attack=4, pgd_steps=2, device="cpu")
+                      batch_size=10, n_attack=4, pgd_steps=2, apgd_steps=2, apgd_targets=1, square_queries=2,
+                      ddn_steps=2, device="cpu")
     claims = {c["id"]: c for c in rec.claims}
     assert rec.ok and rec.config["augment"] and "fa.deep_binary_clean" in claims
     assert not claims["fa.deep_binary_clean"]["holds"]  # 1 epoch on random pixels cannot reach Fig 3's 97 %

@@ -95,3 +95,25 @@ def test_one_routine_for_replicas_and_single_batches(binary_digits_model):
     for e in range(2):
         alone = robust_accuracy_curve(score, xs[e], ys[e], radii, **kw)
         assert torch.allclose(both[:, e], alone, atol=1 / 60 + 1e-12), (both[:, e], alone)
+
+
+def test_fa_resnet_ensemble_is_at_least_as_strong_as_reference_pgd(binary_digits_model):
+    """fa-resnet's attack path (margin PGD, then APGD-CE, APGD-T through the two-logit wrapper, DDN and Square on
+    what it left) is never weaker than the independent textbook PGD, and includes margin PGD's own curve."""
+    from featlab.papers.feature_averaging import deep_measures as dm
+    from featlab.papers.feature_averaging.deep import FAResNetConfig
+    from featlab.probes.apgd import binary_logits
+
+    model, x, y = binary_digits_model
+    x, y = x[:120], y[:120].float()
+    score = lambda z: (lambda o: o[:, 1] - o[:, 0])(model(z))
+    radii = [0.0, 0.4, 0.8]
+    cfg = FAResNetConfig(apgd_steps=10, apgd_targets=1, square_queries=10, ddn_steps=20)
+    att = dm.robust_points(score, x, y, radii, cfg, seed=0, device="cpu", logits=binary_logits(score),
+                           positive=torch.tensor([False, True]))
+    ens = att.worst.double().mean(-1)
+    for i, r in enumerate(radii[1:], 1):
+        ref = reference_pgd_l2(score, x, y, r, 30, 2.5 * r / 30, seed=2)
+        assert ens[i] <= ref + 1 / 120, (r, float(ens[i]), ref)
+    assert (att.worst <= att.pgd).all() and 0.05 < float(ens[1]) < 0.95  # informative
+    assert att.indicators["checks"]["verified"]["ok"] and att.indicators["checks"]["eps0_clean"]["ok"]

@@ -39,6 +39,7 @@ class Need:
     bytes: float = 0.0
     flops: float = 0.0
     steps: float = 0.0
+    missing: str = ""  # a requirement this machine lacks (data files): the run would stop at once; reproduce skips it
 
 
 def _allows(annotation: Any, kind: type) -> bool:
@@ -92,7 +93,9 @@ class ExperimentConfig(BaseModel):
         held about twice (drawn, then cast and moved; measured on fa-synthetic), trained for the step fields (``T``,
         ``steps``, ``epochs``, ``*_steps``; work is a lower bound). An experiment adds its own terms (attack batches,
         all-pairs chunks) by overriding this and extending ``super().estimate()``; one that simulates in reduced
-        coordinates (where d is only a scale) overrides it to leave d out."""
+        coordinates (where d is only a scale) overrides it to leave d out. ``featlab.runs.resources`` has the
+        builders (dense tensors, image networks and batches, runs made one after another); a term with ``missing``
+        set says a requirement is absent (data files), so ``featlab reproduce`` skips the run with that line."""
         f = type(self).model_fields
         if "d" not in f or "n" not in f:
             return []
@@ -107,8 +110,10 @@ class ExperimentConfig(BaseModel):
         steps = sorted((k for k in steps if isinstance(getattr(self, k), int)), key=lambda k: -getattr(self, k))
         if steps:
             n_steps = sum(int(getattr(self, k)) for k in steps)
+            # a GD step reads the data twice, bound by memory bandwidth (≈ 1 ns per value on 2 cores, measured on
+            # fa-synthetic): 32 flop-equivalents per value at a quarter of a CPU's matmul peak
             needs.append(Need(f"{n_steps} steps over {E} × {points} × {d} data", tuple(steps),
-                              flops=2.0 * E * points * d * n_steps, steps=n_steps))
+                              flops=32.0 * E * points * d * n_steps, steps=n_steps))
         return needs
 
     def seed_list(self) -> list[int]:
@@ -227,3 +232,22 @@ def check(cond: bool, field: str, requirement: str, fix: str = "") -> None:
     """Cross-field validation helper for model validators: raise a message that names the field and the fix."""
     if not cond:
         raise ValueError(f"the {field!r} field {requirement}" + (f"; {fix}" if fix else ""))
+
+
+# ------------------------------------------------------------------------------------------ open decisions
+SILENT = "[paper silent"  # in a field's description: an open decision of the paper (the default is ours)
+# Each such field declares the values a stability study tries, the default among them, beside its description:
+# ``Field(1e-5, description="... [paper silent]", json_schema_extra={"range": [1e-5, 5e-6, 2e-5]})`` (numbers: e.g.
+# half and twice the default, or the literature's values; booleans and literals: their alternatives).
+
+
+def silent_fields(cls: type[ExperimentConfig]) -> list[str]:
+    """The fields of ``cls`` whose description marks them an open decision of the paper ("[paper silent…]")."""
+    return [k for k, f in cls.model_fields.items() if SILENT in (f.description or "")]
+
+
+def field_range(cls: type[ExperimentConfig], name: str) -> list[Any] | None:
+    """The values declared for field ``name`` (``json_schema_extra={"range": [...]}``), or None when it has none."""
+    extra = cls.model_fields[name].json_schema_extra
+    values = extra.get("range") if isinstance(extra, dict) else None
+    return list(values) if isinstance(values, list) else None

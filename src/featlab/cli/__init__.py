@@ -14,10 +14,11 @@ import sys
 from .._version import __version__
 from ..errors import FeatlabError
 from ..utils import silence_stdout
-from . import catalogue, data, records, reproduce, run, sweep
+from . import catalogue, data, records, reproduce, run, stability, sweep
 
-# the order of `featlab --help`: find an experiment, run it, read its records, reproduce a paper, sweep, data
-COMMANDS = (catalogue, run, records, reproduce, sweep, data)
+# the order of `featlab --help`: find an experiment, run it, read its records, reproduce a paper, sweep, stability,
+# data
+COMMANDS = (catalogue, run, records, reproduce, sweep, stability, data)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,16 +10,22 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ..config import parse_overrides
 from ..errors import ConfigError, FeatlabError, RunRecordError
 from ..report.docs_sync import sync_docs
 from ..report.pages import write_report
+from ..report.publish import publish, sync_readme
 from ..report.summary import NOT_RUN_FILE, build, console_summary
 from ..runs.record import counts_text
 from ..runs.registry import Experiment, list_experiments, papers
+from ..runs.resources import duration, matmul_rate, seconds, size
 from ..runs.runner import resolve_config, run
 from ..utils import atomic_write
 from .options import add_run_options
+
+GPU_S = 86_400.0  # an experiment estimated above a day on this CPU is left to a GPU machine
 
 
 def register(sub) -> None:
@@ -28,6 +34,9 @@ def register(sub) -> None:
     rp.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides for the experiments "
                     "that have the field, e.g. data_root=~/data")
     add_run_options(rp)
+    rp.add_argument("--dry-run", "--estimate", dest="dry_run", action="store_true",
+                    help="print the plan (each experiment's estimated time and memory, what is skipped and why) and "
+                    "exit without running")
     rp.set_defaults(handler=cmd_reproduce, trailing="overrides")
 
     r = sub.add_parser("report", help="one HTML page (and a Markdown twin) of every run under OUT: claims, figures, "
@@ -39,6 +48,11 @@ def register(sub) -> None:
     r.add_argument("--all", action="store_true", help="every run, not only the latest of each experiment")
     r.add_argument("--sync-docs", metavar="DIR", default=None, help="also rewrite the measured sections of the "
                    "pages in DIR (<!-- measured: EXPERIMENT PRESET --> blocks) from the latest runs under OUT")
+    r.add_argument("--publish", metavar="DIR", default=None, help="also write the committed results folder DIR "
+                   "(verdict table, figures, configs, provenance) from the latest run of each experiment at --preset")
+    r.add_argument("--preset", default="paper", help="the preset --publish reads (default paper)")
+    r.add_argument("--readme", metavar="FILE", default=None, help="with --publish: rewrite FILE's "
+                   "<!-- results: DIR --> block (the counts, each failed claim's diagnosis, a few figures)")
     r.set_defaults(handler=cmd_report)
 
 
@@ -67,7 +81,32 @@ def cmd_report(a: argparse.Namespace) -> int:
         missing = [f"{e} ({p})" for _, e, p, found in done if not found]
         print(f"docs: {len(done) - len(missing)} measured sections written from runs"
               + (f"; no run for {', '.join(missing)}" if missing else ""))
+    if a.publish:
+        rate = matmul_rate()
+        counts = publish(root, a.publish, a.preset, not_run=lambda e: _not_run_reason(root, e, a.preset, rate))
+        print(f"results ({a.preset}): {counts['held']} held, {counts['failed']} failed, {counts['inconclusive']} "
+              f"inconclusive, {counts['unverified']} unverified, {counts['never run']} never run → {a.publish}")
+        if a.readme and not sync_readme(a.readme):
+            raise ConfigError(f"--readme: {a.readme!r} has no <!-- results: DIR --> ... <!-- /results --> block")
     return 0
+
+
+def _not_run_reason(root: Path, exp: Experiment, preset: str, rate: float) -> str:
+    """Why ``exp`` has no run at ``preset`` under ``root``: what `featlab reproduce` recorded, else its estimate (the
+    data it lacks, or the time it would take on this machine)."""
+    try:
+        recorded = json.loads((root / NOT_RUN_FILE).read_text(encoding="utf-8")).get("not_run") or {}
+    except (OSError, ValueError, AttributeError):
+        recorded = {}
+    why = recorded.get(exp.id) if isinstance(recorded, dict) else None
+    if why:
+        return str(why)
+    needs = resolve_config(exp.id, preset)[1].estimate()
+    missing = next((n.missing for n in needs if n.missing), "")
+    return (f"not run here: {missing}" if missing else
+            f"not run here: estimated {duration(seconds(needs, rate))} and {size(sum(n.bytes for n in needs))} on "
+            f"this CPU ({'needs a GPU' if seconds(needs, rate) > GPU_S else 'over this run’s time budget'}); "
+            f"featlab run {exp.id} --preset {preset}")
 
 
 def _split_overrides(exps: list[Experiment], overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -108,6 +147,32 @@ def _plan(exps: list[Experiment], presets: list[str]) -> tuple[list[tuple[Experi
     return todo, {k: v for k, v in not_run.items() if k not in ran}
 
 
+def print_plan(todo: list[tuple[Experiment, str]], configs: list, not_run: dict[str, str]) -> list[tuple[Any, str]]:
+    """Print each experiment's estimated time (its work at this machine's measured matmul rate) and memory; skip,
+    with a line, those whose data are missing or that need a GPU (more than a day on this CPU). The rest is returned
+    (``not_run`` gets the reasons)."""
+    rate = matmul_rate()
+    gpu = torch.cuda.is_available()
+    print(f"plan (estimated at this machine's measured matmul rate, {rate / 1e9:.0f} GFLOP/s"
+          f"{'' if gpu else ', CPU'}):", flush=True)
+    kept, total = [], 0.0
+    for (e, p), cfg in zip(todo, configs):
+        needs = cfg.estimate()
+        secs, mem = seconds(needs, rate), sum(n.bytes for n in needs)
+        missing = next((n.missing for n in needs if n.missing), "")
+        why = missing or ("" if gpu or secs <= GPU_S else f"needs a GPU (about {duration(secs)} on this CPU)")
+        print(f"  {e.id:22s} {p:8s} ≈ {duration(secs):>9s}, {size(mem):>9s}" + (f"  skipped: {why}" if why else ""),
+              flush=True)
+        if why:
+            not_run[e.id] = f"not run here: {why}; featlab run {e.id} --preset {p} runs it anyway"
+        else:
+            kept.append((e, p))
+            total += secs
+    print(f"  total ≈ {duration(total)} for {len(kept)} experiment run(s)"
+          + (f"; {len(todo) - len(kept)} skipped" if len(kept) < len(todo) else ""), flush=True)
+    return kept
+
+
 def cmd_reproduce(a: argparse.Namespace) -> int:
     """Goes on past an experiment that cannot run; ends with a report page. ``--preset quick,theory`` runs both
     presets where an experiment has them and shows their verdicts side by side."""
@@ -121,8 +186,10 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     todo, not_run = _plan(exps, presets)
     if not todo and not not_run:
         raise ConfigError(f"--preset: no experiment of this reproduction has a preset {a.preset!r}")
-    for e, p in todo:  # bad overrides or presets fail here, before anything trains
-        resolve_config(e.id, p, overrides=per_exp[e.id])
+    configs = [resolve_config(e.id, p, overrides=per_exp[e.id])[1] for e, p in todo]  # bad overrides fail here
+    todo = print_plan(todo, configs, not_run)
+    if a.dry_run:
+        return 0
     out, broken = Path(a.out), []
     chosen: dict[str, Path] = {}
     for i, (e, p) in enumerate(todo, 1):

@@ -16,7 +16,10 @@ f_j* − LSE_{J−} f = −LSE_l(−(f_j* − f_l)) ≥ −LSE_l(−m_l) with m_
 one-layer margin, bounded as above): G > 0 on the ball when Σ_l e^{−m_l} < 1 (symmetrically for y = −1 with the best
 negative logit). This never costs more than the log|J−| of margin of max_l f_l + log|J−|, and nothing when one pair is
 under attack and the others are far. (ii) Aggregated: LSE is increasing in each logit, so G ≥ LSE_{J+}(lower f) −
-LSE_{J−}(upper f).
+LSE_{J−}(upper f). (iii) Joint (:mod:`certify_dual`, on by default): the ball relaxed by Lagrangian duality into
+per-neuron penalties, the read-out by the entropy duals of both LSEs. Unlike (i) it does not give every class of J− the
+whole budget at once (which costs (i) up to log|J−| of margin), and it needs no chord; (i)-(ii) stay for the nets
+where its relaxation of the ball is loose (correlated or more neurons than dimensions).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import NamedTuple
 import torch
 
 from ..nn.twolayer import positive_mask
+from .certify_dual import joint_radius
 from .robustness import critical_radius
 
 F64 = torch.float64
@@ -87,14 +91,15 @@ def _largest(robust: Callable[[torch.Tensor], torch.Tensor], start: torch.Tensor
 
 def certified_lower_bound(W: torch.Tensor, b: torch.Tensor | None, A, x: torch.Tensor, y: torch.Tensor, *,
                           positive=None, a0=None, upper: torch.Tensor | None = None, iters: int = 6,
-                          bisect: int = 20) -> torch.Tensor:
+                          bisect: int = 20, joint: bool = True) -> torch.Tensor:
     """A sound lower bound (E, n) on the minimum ‖δ‖₂ that changes sgn of the score (sgn 0 = −1):
 
     * ``positive`` None: the binary net f = Σ_r a_r ReLU(w_r·x + b_r) + a0, A (M,), (M, 1) or (E, M);
     * ``positive`` J+ (mask or indices): the k-class net's logit margin LSE_{J+} f − LSE_{J−} f, f = ReLU(Wx + b)ᵀA
       with A (M, k) (``logit_margin_readout``), y ∈ {±1} its binary label.
 
-    ``upper`` (E, n): where to start the search (e.g. an attack's distance). Computed in float64 on x's device."""
+    ``upper`` (E, n): where to start the search (e.g. an attack's distance). ``joint`` (k-class only): also the joint
+    Lagrangian bound of :mod:`certify_dual` (iii), the larger of the two is returned. Float64 on x's device."""
     E, M, d = W.shape
     n, dev = x.shape[1], x.device
     Wd = W.detach().to(F64)
@@ -115,7 +120,11 @@ def certified_lower_bound(W: torch.Tensor, b: torch.Tensor | None, A, x: torch.T
             return combine(relu_margin_lower(Gs, zs, as_, a0s, wn, r[pt], iters).reshape(n, -1))
 
         out[e] = _largest(robust, torch.nan_to_num(start, posinf=1.0), bisect)
-    return out.to(x.dtype)
+    if positive is not None and joint:  # both bounds are sound: the larger is
+        ref = out if upper is None else torch.where(torch.isfinite(upper) & (upper > 0), upper.to(dev, F64), out)
+        out = torch.maximum(out, joint_radius(W, b, A, x, y, positive, ref=ref))
+    low = out.to(x.dtype)  # rounded down where the cast rounded up: a lower bound stays one
+    return torch.where(low.to(F64) > out, torch.nextafter(low, torch.full_like(low, -float("inf"))), low)
 
 
 def _binary_specs(Ad, e, n, M, y, a0, dev):

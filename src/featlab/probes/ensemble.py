@@ -2,6 +2,10 @@
 
 Every attack is run on its own survivors (points it has not yet broken at a smaller radius), so each attack has a
 complete, monotone mask over the radii — what the masking indicator compares — and the worst case is their AND.
+With ``cascade=True`` each attack runs, at each radius, only on the points every earlier attack left (the cheap
+ones first, e.g. margin PGD): the same worst case per point for a fraction of the cost, each mask then the worst
+case of the attacks up to it (the masking indicator then measures what a gradient-free attack adds). With
+``frontier=True`` the later attacks also skip the radii below one where they failed on a point.
 Every adversarial point an attack reports is re-verified before it counts: a fresh forward pass misclassifies it,
 it lies in the pixel box, and the actual (clipped) perturbation has norm ≤ ε. Two nets compared with the same
 :class:`AttackBudget` and generator state (:func:`compare_ensembles`) are attacked with exactly the same strength.
@@ -18,19 +22,21 @@ import torch
 
 from .apgd import Logits, apgd_l2, apgd_targeted
 from .min_norm import ddn_l2
-from .robustness import Score, _norm, correct, worst_case
+from .robustness import Score, _norm, correct, pgd_l2, worst_case
 from .square import square_l2
 
 ATTACKS = ("apgd-ce", "apgd-t", "ddn", "square")
+KNOWN = ("pgd", *ATTACKS)  # "pgd": margin PGD with a fixed step (Madry et al.), the cheap first stage of a cascade
 GRADIENT_FREE = ("square",)
 
 
 @dataclass(frozen=True)
 class AttackBudget:
-    """Per-attack budget. ``attacks``: which to run, in attribution order (ties go to the earlier one); APGD-T
-    runs only when fine logits are given (on a binary score it is APGD on the margin). ``large_radius``: the
-    radius of the "a large ε reaches 0 %" check (None: the pixel box's diameter with ``clip``, else 10·max r;
-    0 skips it)."""
+    """Per-attack budget. ``attacks``: which to run, in attribution order (ties go to the earlier one), among
+    ``KNOWN`` ("pgd" is not run unless named); APGD-T runs only when fine logits are given (on a binary score it
+    is APGD on the margin). ``large_radius``: the radius of the "a large ε reaches 0 %" check (None: the pixel
+    box's diameter with ``clip``, else 10·max r; 0 skips it). ``pgd_steps`` steps of ``pgd_step_factor``·ε/steps
+    and ``pgd_restarts`` restarts for "pgd"."""
 
     steps: int = 100
     restarts: int = 1
@@ -40,13 +46,16 @@ class AttackBudget:
     ddn_steps: int = 100
     attacks: tuple[str, ...] = ATTACKS
     large_radius: float | None = None
+    pgd_steps: int = 20
+    pgd_step_factor: float = 2.5
+    pgd_restarts: int = 1
 
     def __post_init__(self):
-        bad = [a for a in self.attacks if a not in ATTACKS]
+        bad = [a for a in self.attacks if a not in KNOWN]
         if bad:
-            raise ValueError(f"the 'attacks' parameter of AttackBudget must name attacks among {list(ATTACKS)}; "
+            raise ValueError(f"the 'attacks' parameter of AttackBudget must name attacks among {list(KNOWN)}; "
                              f"got {bad!r} instead")
-        for name in ("steps", "restarts", "n_targets", "queries", "ddn_steps"):
+        for name in ("steps", "restarts", "n_targets", "queries", "ddn_steps", "pgd_steps", "pgd_restarts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"the {name!r} parameter of AttackBudget must be an int >= 1; got "
                                  f"{getattr(self, name)!r} instead")
@@ -54,7 +63,8 @@ class AttackBudget:
     def stronger(self, factor: int = 2) -> AttackBudget:
         """The convergence check's budget: ``factor``× the steps, restarts and queries."""
         return AttackBudget(self.steps * factor, self.restarts * factor, self.n_targets, self.queries * factor,
-                            self.p_init, self.ddn_steps * factor, self.attacks, self.large_radius)
+                            self.p_init, self.ddn_steps * factor, self.attacks, self.large_radius,
+                            self.pgd_steps * factor, self.pgd_step_factor, self.pgd_restarts * factor)
 
 
 @dataclass
@@ -71,6 +81,7 @@ class EnsembleResult:
     unverified: dict[str, int] = field(default_factory=dict)
     acc_large: float | None = None
     large_radius: float | None = None
+    cascade: bool = False  # masks are cumulative: each the worst case of the attacks up to it
 
     def curves(self) -> dict[str, torch.Tensor]:
         """Robust accuracy per attack and ``"worst"``: the mean over points, (R,) or (R, E)."""
@@ -144,18 +155,31 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
                           positive: torch.Tensor | None = None, event_dims: int = 3,
                           clip: tuple[float, float] | None = (0.0, 1.0),
                           generator: torch.Generator | None = None,
-                          batch_size: int | None = None) -> EnsembleResult:
+                          batch_size: int | None = None, cascade: bool = False,
+                          start: torch.Tensor | None = None, frontier: bool = False) -> EnsembleResult:
     """Per-attack robust masks over ``radii`` and the worst case per point, for x (n, *event) / y (n,) or
     replica-batched x (E, n, *event) / y (E, n), y ∈ {±1}.
 
     ``score``: x → signed score; for a k-class model pass ``logit_margin_readout`` of it and also ``logits``
     (x → (…, n, k)) and ``positive`` (J+ as a (k,) bool mask) to enable APGD-T over the other group's classes.
     ``batch_size``: points per replica attacked at once (None: all). Square needs images (``event_dims=3``).
+    ``cascade``: each attack only on what the earlier ones left (module docstring); its gradient-free attacks
+    must then come last. ``start``: (R, *batch) masks of the points still to attack at each radius (e.g. another
+    result's ``worst``: the stronger budget's run then measures what it adds); implies ``cascade``.
+    ``frontier`` (implies ``cascade``): every attack after the first (all, with ``start``) descends the radii from
+    each point's break radius so far and stops at the first radius where it fails: a point it cannot break at r
+    is not attacked at r' < r, whose ball lies inside r's (far cheaper: a point robust to it is attacked about
+    once, not at every radius; a run without ``frontier`` shows what that skips).
     """
     budget = budget or AttackBudget()
     radii = [float(r) for r in radii]
     if any(r < 0 for r in radii):
         raise ValueError(f"radii must be >= 0; got {next(r for r in radii if r < 0)!r}")
+    cascade = cascade or start is not None or frontier
+    free_at = [i for i, a in enumerate(budget.attacks) if a in GRADIENT_FREE]
+    if cascade and free_at and any(a not in GRADIENT_FREE for a in budget.attacks[free_at[0]:]):
+        raise ValueError(f"with cascade=True the gradient-free attacks {list(GRADIENT_FREE)} must come last in "
+                         f"the budget's 'attacks'; got {list(budget.attacks)!r} instead")
     single = y.dim() == 1
     xr, yr = (x[None], y[None].to(x.dtype)) if single else (x, y.to(x.dtype))
     f = _lift(score, single, x.dtype)
@@ -171,49 +195,55 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
             (g,) = torch.autograd.grad((yr[:, c] * f(z)).sum(), z)
         zg.append(_norm(g, event_dims).reshape(yr[:, c].shape) == 0)
     zero_grad = torch.cat(zg, 1) & clean
-    runners: dict[str, Callable] = {
-        "apgd-ce": lambda xs, ys, r: apgd_l2(f, xs, ys, r, steps=budget.steps, restarts=budget.restarts,
-                                             event_dims=event_dims, clip=clip, generator=generator),
-        "square": lambda xs, ys, r: square_l2(f, xs, ys, r, queries=budget.queries, p_init=budget.p_init,
-                                              clip=clip, generator=generator, event_dims=event_dims),
-    }
-    if lg is not None and positive is not None:
-        lg_, pos_ = lg, positive
-        runners["apgd-t"] = lambda xs, ys, r: apgd_targeted(lg_, pos_, xs, ys, r, n_targets=budget.n_targets,
-                                                            steps=budget.steps, event_dims=event_dims, clip=clip,
-                                                            generator=generator)
+    runners = _runners(budget, f, lg, positive, event_dims, clip, generator)
+    grid = sorted(set(radii))
     r_max = max(radii) if radii else 0.0
-    masks, brk, unver = {}, {}, {}
+    base = {r: clean.clone() for r in grid}  # the points left to attack at each radius
+    if start is not None:
+        st = start if not single else start[:, None]
+        base = {r: base[r] & st[radii.index(r)] for r in grid}
+    masks: dict[str, torch.Tensor] = {}
+    brk: dict[str, torch.Tensor] = {}
+    unver: dict[str, int] = {}
     distance = None
     for name in budget.attacks:
+        b_r = torch.full(clean.shape, math.inf, dtype=torch.float64, device=clean.device)  # its own breaks
         if name == "ddn":
             if r_max <= 0:
                 continue
-            runs = [ddn_l2(f, xr[:, c], yr[:, c], steps=budget.ddn_steps, max_norm=r_max, alpha=r_max,
-                           init_norm=r_max / 2, event_dims=event_dims, clip=clip) for c in chunks]
-            x_adv, dist = torch.cat([a for a, _ in runs], 1), torch.cat([d for _, d in runs], 1)
-            ok = torch.cat([_verify(f, xr[:, c], x_adv[:, c], yr[:, c], math.inf, event_dims, clip)
-                            for c in chunks], 1)
-            found = clean & torch.isfinite(dist)
-            unver[name] = int((found & ~ok).sum())
-            dist = torch.where(found & ok, dist, torch.where(clean, math.inf, 0.0))
-            distance = dist
-            per_r = {r: clean & ~(dist <= r) for r in sorted(set(radii))}
+            distance, unver[name] = _ddn(f, xr, yr, clean, chunks, budget, r_max, event_dims, clip)
+            per_r = {}
+            for r in grid:
+                alive = (base[r] if cascade else clean) & ~(distance <= r)
+                b_r = torch.where(torch.isinf(b_r) & (base[r] if cascade else clean) & ~alive, r, b_r)
+                per_r[r] = alive
+        elif name in runners and frontier and (masks or start is not None):
+            above, per_r, unver[name] = torch.zeros_like(clean), {}, 0  # alive at the next larger radius
+            for r in reversed(grid):  # descend from each point's break radius; stop where this attack fails
+                alive = base[r].clone()
+                todo = alive & ~above
+                if r > 0 and todo.any():
+                    b, u = _on_survivors(runners[name], f, xr, yr, todo, r, event_dims, clip, bs)
+                    alive, unver[name] = alive & ~b, unver[name] + u
+                    b_r = torch.where(b, r, b_r)
+                per_r[r] = above = alive
         elif name in runners:
             alive, per_r, unver[name] = clean.clone(), {}, 0
-            for r in sorted(set(radii)):
+            for r in grid:
+                if cascade:
+                    alive &= base[r]
                 if r > 0 and alive.any():
                     b, u = _on_survivors(runners[name], f, xr, yr, alive, r, event_dims, clip, bs)
                     alive, unver[name] = alive & ~b, unver[name] + u
+                    b_r = torch.where(b, r, b_r)
                 per_r[r] = alive.clone()
         else:
             continue
         masks[name] = torch.stack([per_r[r] for r in radii])
-        b_r = torch.full(clean.shape, math.inf, dtype=torch.float64, device=clean.device)
-        for r in sorted(set(radii), reverse=True):
-            b_r = torch.where(clean & ~per_r[r], r, b_r)
         brk[name] = b_r
-    worst = worst_case(masks) if masks else clean[None].expand(len(radii), *clean.shape).clone()
+        if cascade:
+            base = per_r
+    worst = worst_case(masks) if masks else torch.stack([base[r] for r in radii])
     large = budget.large_radius
     if large is None:
         large = math.sqrt(xr[0, 0].numel()) * (clip[1] - clip[0]) if clip is not None else 10 * r_max
@@ -221,7 +251,7 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
     if large > 0:
         b, _ = _on_survivors(runners["apgd-ce"], f, xr, yr, clean, large, event_dims, clip, bs)
         acc_large = float((clean & ~b).double().mean())
-    out = EnsembleResult(radii, clean, masks, worst, brk, distance, zero_grad, unver, acc_large, large)
+    out = EnsembleResult(radii, clean, masks, worst, brk, distance, zero_grad, unver, acc_large, large, cascade)
     if single:
         out.clean, out.zero_grad = clean[0], zero_grad[0]
         out.masks = {k: m[:, 0] for k, m in masks.items()}
@@ -229,6 +259,37 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
         out.break_radius = {k: v[0] for k, v in brk.items()}
         out.distance = None if distance is None else distance[0]
     return out
+
+
+def _runners(budget: AttackBudget, f, lg, positive, event_dims: int, clip, generator) -> dict[str, Callable]:
+    """The radius attacks ``(xs, ys, r) → (x_adv, fooled)`` of the budget."""
+    b = budget
+    runners: dict[str, Callable] = {
+        "pgd": lambda xs, ys, r: pgd_l2(f, xs, ys, r, steps=b.pgd_steps, step_size=b.pgd_step_factor * r / b.pgd_steps,
+                                        restarts=b.pgd_restarts, event_dims=event_dims, clip=clip,
+                                        generator=generator),
+        "apgd-ce": lambda xs, ys, r: apgd_l2(f, xs, ys, r, steps=b.steps, restarts=b.restarts,
+                                             event_dims=event_dims, clip=clip, generator=generator),
+        "square": lambda xs, ys, r: square_l2(f, xs, ys, r, queries=b.queries, p_init=b.p_init,
+                                              clip=clip, generator=generator, event_dims=event_dims),
+    }
+    if lg is not None and positive is not None:
+        runners["apgd-t"] = lambda xs, ys, r: apgd_targeted(lg, positive, xs, ys, r, n_targets=b.n_targets,
+                                                            steps=b.steps, event_dims=event_dims, clip=clip,
+                                                            generator=generator)
+    return runners
+
+
+def _ddn(f, xr, yr, clean, chunks, budget: AttackBudget, r_max: float, event_dims: int,
+         clip) -> tuple[torch.Tensor, int]:
+    """DDN's verified distance per point (inf: none found within ``r_max``; 0 where misclassified at x) and the
+    count of its points that failed re-verification."""
+    runs = [ddn_l2(f, xr[:, c], yr[:, c], steps=budget.ddn_steps, max_norm=r_max, alpha=r_max,
+                   init_norm=r_max / 2, event_dims=event_dims, clip=clip) for c in chunks]
+    x_adv, dist = torch.cat([a for a, _ in runs], 1), torch.cat([d for _, d in runs], 1)
+    ok = torch.cat([_verify(f, xr[:, c], x_adv[:, c], yr[:, c], math.inf, event_dims, clip) for c in chunks], 1)
+    found = clean & torch.isfinite(dist)
+    return torch.where(found & ok, dist, torch.where(clean, math.inf, 0.0)), int((found & ~ok).sum())
 
 
 def compare_ensembles(scores: Mapping[str, Score], x: torch.Tensor, y: torch.Tensor, radii: list[float], *,

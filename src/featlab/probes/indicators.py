@@ -10,9 +10,11 @@ Checks (each ``{"ok": bool, "value": ..., "detail": str}``):
 * ``verified``       every adversarial point re-verified (fresh forward pass, in the box, clipped norm ≤ ε);
 * ``zero_gradient``  share of clean-correct points whose score gradient is exactly 0 at x is ≤ ``tol``;
 * ``masking``        no gradient-free attack (Square, or direction attacks given as ``extra_masks``) beats the
-                     gradient attacks' worst case by more than ``tol`` at any radius;
+                     gradient attacks' worst case by more than ``tol`` at any radius (on a ``cascade`` result,
+                     whose masks are cumulative: Square adds at most ``tol`` to what the gradient attacks broke);
 * ``convergence``    a stronger budget (``strong``: more steps, restarts, queries) lowers the worst case by at
-                     most ``tol`` at every radius (skipped without ``strong``).
+                     most ``tol`` at every radius (skipped without ``strong``; ``strong`` may be run with
+                     ``start=result.worst``, on what the result left only: then it measures what it adds).
 """
 
 from __future__ import annotations

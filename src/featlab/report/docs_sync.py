@@ -18,10 +18,10 @@ import re
 from pathlib import Path
 
 from ..runs.index import find_runs
-from ..runs.record import RunRecord, check_counts, counts_text, is_check, is_uncontrolled
+from ..runs.record import RunRecord, check_counts, counts_text, is_check, is_uncontrolled, status
 from ..text import fmt_value
 from ..utils import atomic_write
-from .tables import interval_text, verdict_text
+from .tables import diagnosis_of, interval_text, verdict_text
 
 _BLOCK = re.compile(r"(<!-- measured: (?P<exp>[\w.-]+) (?P<preset>[\w-]+) -->\n)(?P<body>.*?)(<!-- /measured -->)",
                     re.S)
@@ -64,8 +64,10 @@ def render_block(exp_id: str, preset: str, rec: RunRecord | None) -> str:
              "| claim | statement | measured | 95% interval | threshold | verdict |", "|---|---|---|---|---|---|"]
     for c in sorted(rec.claims, key=lambda c: (is_check(c), is_uncontrolled(c))):
         tag = " (check)" if is_check(c) else " (no mechanism control: not counted)" if is_uncontrolled(c) else ""
+        found = diagnosis_of(exp_id, c["id"], preset) if status(c) in ("failed", "inconclusive") else None
+        verdict = verdict_text(c) + (f" — diagnosis: {found.text()}" if found else "")
         lines.append(f"| `{c['id']}`{tag} | {_esc(c['statement'])} | {_esc(fmt_value(c['measured']))} | "
-                     f"{_esc(interval_text(c))} | {_esc(c['threshold'])} | {_esc(verdict_text(c))} |")
+                     f"{_esc(interval_text(c))} | {_esc(c['threshold'])} | {_esc(verdict)} |")
     return "\n".join(lines) + "\n"
 
 

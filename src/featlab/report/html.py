@@ -47,8 +47,9 @@ _MARK = {"held": ("ok", "✓ holds"), "failed": ("bad", "✗ fails"), "inconclus
 def _verdict(c) -> str:
     cls, text = _MARK.get(c.status, ("bad", "✗ fails"))
     extra = c.verdict.removeprefix(c.status) if c.status == "inconclusive" else ""
-    return f'<span class="{cls} nw">{text}</span>' + (f'<br><span class="muted">{_e(extra.strip())}</span>'
-                                                       if extra.strip() else "")
+    return (f'<span class="{cls} nw">{text}</span>' + (f'<br><span class="muted">{_e(extra.strip())}</span>'
+                                                        if extra.strip() else "")
+            + (f'<br><span class="muted">diagnosis — {_e(c.diagnosis)}</span>' if c.diagnosis else ""))
 
 
 def _img(path: Path, caption: str) -> str:
@@ -109,6 +110,7 @@ def _claims(rv: RunView) -> str:
                 "metrics).</p>")
     with_ctl = any(c.controls for c in rv.claims)
     with_paper = any(c.paper_value is not None for c in rv.claims)
+    with_stable = any(c.stable for c in rv.claims)  # a stability table of this run exists
     rows = []
     for c in rv.claims:
         tag = {"check": "check, not counted", "uncontrolled": "no mechanism control, not counted"}.get(c.kind)
@@ -116,6 +118,7 @@ def _claims(rv: RunView) -> str:
                _e(c.source)]
         row += [_e(fmt_value(c.paper_value))] if with_paper else []
         row += [_e(fmt_value(c.measured)), _e(c.interval), _e(c.threshold), _verdict(c)]
+        row += [_e(c.stable or "—")] if with_stable else []
         if with_ctl:
             row.append("<br>".join(f"{_e(n)}: {_e(fmt_value(m))} "
                                    + ('<span class="bad">holds (a defect)</span>' if h
@@ -123,7 +126,7 @@ def _claims(rv: RunView) -> str:
                                    for n, m, h in c.controls) or "—")
         rows.append(row)
     header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "95% interval",
-              "threshold", "verdict"]
+              "threshold", "verdict", *(["stable under"] if with_stable else [])]
     return _table(header + (["control"] if with_ctl else []), rows, {3, 4} if with_paper else {3})
 
 

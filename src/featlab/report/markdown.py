@@ -48,19 +48,21 @@ def _claims(rv: RunView) -> list[str]:
         return ["No claims judged in this run (a pipeline check).", ""]
     with_ctl = any(c.controls for c in rv.claims)
     with_paper = any(c.paper_value is not None for c in rv.claims)
+    with_stable = any(c.stable for c in rv.claims)  # a stability table of this run exists
     rows = []
     for c in rv.claims:
         tag = {"check": " (check, not counted)", "uncontrolled": " (no mechanism control, not counted)"}.get(c.kind, "")
         row = [f"`{c.id}`" + tag, c.statement, c.source]
         row += [fmt_value(c.paper_value)] if with_paper else []
         mark = {"held": "✓ holds", "failed": "✗ fails", "unverified": "∼ unverified"}.get(c.status, "? " + c.verdict)
-        row += [fmt_value(c.measured), c.interval, c.threshold, mark]
+        mark += f" — diagnosis: {c.diagnosis}" if c.diagnosis else ""
+        row += [fmt_value(c.measured), c.interval, c.threshold, mark, *([c.stable or "—"] if with_stable else [])]
         if with_ctl:
             row.append("; ".join(f"{n}: {fmt_value(m)} ({'holds: a defect' if h else 'fails, as it should'})"
                                  for n, m, h in c.controls) or "—")
         rows.append(row)
     header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "95% interval",
-              "threshold", "verdict"]
+              "threshold", "verdict", *(["stable under"] if with_stable else [])]
     return _table(header + (["control"] if with_ctl else []), rows)
 
 

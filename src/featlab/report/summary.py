@@ -16,9 +16,10 @@ from typing import Any
 from ..runs.index import Runs, config_diff, find_runs
 from ..runs.record import STATUSES, RunRecord, counts_text, is_uncontrolled, status, status_counts
 from ..runs.registry import list_experiments, papers
+from ..runs.stability import stable_under
 from ..text import fmt_value
 from .sweeps import SweepTable, find_sweeps
-from .tables import interval_text, verdict_text
+from .tables import diagnosis_of, interval_text, verdict_text
 
 NOT_RUN_FILE = "reproduce.json"  # written by `featlab reproduce`: experiments it could not or did not run, and why
 
@@ -37,6 +38,8 @@ class ClaimRow:
     status: str = ""  # held / failed / inconclusive / unverified
     interval: str = "exact"  # the 95 % interval as text ('exact': a statement about every unit of the run)
     verdict: str = ""  # the status as shown (an inconclusive one with the units that would settle it)
+    stable: str = ""  # from a stability table of this run (`featlab stability`): stable, or where the verdict flips
+    diagnosis: str = ""  # a ✗'s declared diagnosis at this preset (runs/diagnosis.py): class, finding, evidence
 
 
 @dataclass
@@ -167,12 +170,17 @@ def provenance(rec: RunRecord) -> dict[str, str]:
 
 def run_view(rec: RunRecord, controls: Sequence[RunRecord] = ()) -> RunView:
     ctl_runs = _controls_for(rec, list(controls))
+    stable = stable_under(rec.dir.parent.parent, rec.experiment, rec.dir.name)
     rows = []
     for c in rec.claims:
         row = ClaimRow(c.get("id", "?"), c.get("statement", ""), c.get("source", ""), c.get("paper_value"),
                        c.get("measured"), c.get("threshold", ""), bool(c.get("holds")),
                        kind="uncontrolled" if is_uncontrolled(c) else c.get("kind", "claim"),
-                       status=status(c), interval=interval_text(c), verdict=verdict_text(c))
+                       status=status(c), interval=interval_text(c), verdict=verdict_text(c),
+                       stable=stable.get(c.get("id", "?"), ""))
+        if row.status in ("failed", "inconclusive"):
+            found = diagnosis_of(rec.experiment, row.id, rec.summary.get("preset"))
+            row.diagnosis = found.text() if found else ""
         for ctl in ctl_runs:
             for cc in ctl.claims:
                 if cc.get("id") == row.id:

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..errors import UnknownExperimentError
+from ..runs.diagnosis import Diagnosis, diagnosis_for
 from ..runs.record import check_counts, counts_text, is_check, is_counted, is_uncontrolled, status
+from ..runs.registry import get_experiment
 from ..text import fmt_value, table
 
 
@@ -151,3 +154,12 @@ def claims_markdown(experiments, papers: dict[str, str], results: dict[str, list
                 lines.append(f"| {esc(r.ref)} | {esc(r.what)} | {by} | {esc(r.reason)} |")
             lines.append("")
     return "\n".join(lines)
+
+
+def diagnosis_of(experiment_id: str, claim_id: str, preset: str | None) -> Diagnosis | None:
+    """The declared diagnosis of a claim of a registered experiment at ``preset`` (None when there is none)."""
+    try:
+        exp = get_experiment(experiment_id)
+    except UnknownExperimentError:  # an experiment of another featlab version, or unregistered: nothing to say
+        return None
+    return diagnosis_for(next((c for c in exp.claims if c.id == claim_id), None), preset)

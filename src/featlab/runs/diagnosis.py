@@ -63,13 +63,3 @@ def diagnosis_for(claim: Claim | None, preset: str | None) -> Diagnosis | None:
         return None
     return next((d for d in claim.diagnoses if preset in d.presets), None)
 
-
-def lookup(experiment_id: str, claim_id: str, preset: str | None) -> Diagnosis | None:
-    """The declared diagnosis of a claim of a registered experiment at ``preset`` (None when there is none)."""
-    from .registry import get_experiment  # the registry imports the papers: only when a page is drawn
-
-    try:
-        exp = get_experiment(experiment_id)
-    except Exception:  # an experiment of another featlab version, or unregistered: nothing to say
-        return None
-    return diagnosis_for(next((c for c in exp.claims if c.id == claim_id), None), preset)

@@ -20,12 +20,16 @@ from .context import RunContext
 from .provenance import collect_provenance, versions
 from .record import RunRecord
 from .registry import get_experiment
+from .resources import fields_text, is_out_of_memory, oom_message, size
 from .store import RunWriter
 
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # a full or read-only disk while writing
 FLOP_RATE = 1e12  # optimistic FLOP/s (several times a CPU's peak) and per-step cost: work estimates are lower bounds
 STEP_S = 2e-5  # a training or attack step is a few tensor ops, each several microseconds at least
 WARN_S, REFUSE_S = 86_400.0, 30 * 86_400.0  # warn above a day of work, refuse above a month
+# featlab itself beside the tensors its estimate counts: torch and the libraries (0.4 GiB at start), allocator and
+# thread arenas, figures (measured: 0.55-0.85 GB peak for quick runs whose tensors are a few MiB)
+PROCESS_BYTES = 0.75 * 2**30
 
 
 def resolve_config(experiment_id: str, preset: str = "quick", config_file: str | Path | None = None,
@@ -87,30 +91,29 @@ def check_resources(experiment_id: str, cfg, quiet: bool = False,
     """Refuse (one line, exit 2) a run whose estimated memory exceeds what is available, or whose estimated work
     exceeds a month; warn when it exceeds a day. Work estimates are lower bounds: a refusal is never a guess."""
     needs = cfg.estimate() if hasattr(cfg, "estimate") else []
-    mem = sum(n.bytes for n in needs)
-    avail = available_memory(device if device is not None else resolve_device(cfg.device))
+    mem = sum(n.bytes for n in needs) + PROCESS_BYTES
+    dev = device if device is not None else resolve_device(cfg.device)
+    avail = available_memory(dev)
     if needs and avail is not None and mem > avail:
         big = max(needs, key=lambda n: n.bytes)
-        raise ConfigError(f"{experiment_id} needs about {_size(mem)} of memory ({big.what}) but {_size(avail)} "
-                          f"is available; lower {_fields(cfg, big.fields)}")
-    secs = sum(n.flops / FLOP_RATE + n.steps * STEP_S for n in needs)
+        raise ConfigError(f"{experiment_id} needs about {size(mem)} of memory ({big.what}) but {size(avail)} "
+                          f"is available; lower {fields_text(cfg, big.fields)}")
+    if any(n.missing for n in needs):  # its data are missing: the loader's one-line error says so, no time warning
+        return
+    rate = FLOP_RATE * (100 if dev.type == "cuda" else 1)  # a GPU: 100 TFLOP/s, still a lower bound on the time
+    secs = sum(n.flops / rate + n.steps * STEP_S for n in needs)
     if secs > WARN_S:
-        big = max(needs, key=lambda n: n.flops / FLOP_RATE + n.steps * STEP_S)
+        big = max(needs, key=lambda n: n.flops / rate + n.steps * STEP_S)
         text = f"{experiment_id} would take at least {secs / 86_400:.3g} days ({big.what}); lower " \
-               f"{_fields(cfg, big.fields)}"
+               f"{fields_text(cfg, big.fields)}"
         if secs > REFUSE_S:
             raise ConfigError(text)
         if not quiet:
             print(f"featlab: warning: {text}", file=sys.stderr, flush=True)
 
 
-def _size(b: float) -> str:
-    return f"{b / 2**30:.3g} GiB" if b >= 2**30 else f"{b / 2**20:.3g} MiB"
-
-
-def _fields(cfg, names) -> str:
-    shown = [f"{n!r} ({getattr(cfg, n)})" for n in names]
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" or {shown[-1]}"
+class OutOfMemory(ConfigError):
+    """An allocation failed during the run (its estimate was too low); the failed run record was written."""
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -163,13 +166,16 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
         ctx = RunContext(exp.id, cfg, stage, quiet=quiet, declared=exp.claims,
                          judged=set(ctl.targets(exp.claims)) if ctl else None, run_device=device)
         t0 = time.perf_counter()
+        oom = ""
         try:
             exp.fn(ctx)
         except TrainingDiverged as e:  # a scientific outcome: recorded as a failed run, not a crash
             ctx.fail(str(e))
-        except _OOM:  # the estimate was too low: say so in one line rather than with an allocator traceback
-            raise ConfigError(f"{exp.id} ran out of memory; lower the fields that size it ("
-                              f"{', '.join(_size_fields(cfg))})") from None
+        except (MemoryError, RuntimeError) as e:  # the estimate was too low: one line and a failed record
+            if not is_out_of_memory(e):
+                raise
+            oom = oom_message(exp.id, cfg, e)
+            ctx.fail(oom)
         elapsed = time.perf_counter() - t0
         frame = pd.concat(ctx.frames, ignore_index=True) if ctx.frames else pd.DataFrame(
             columns=["seed", "step", "metric", "value"])
@@ -192,7 +198,12 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
             "command": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("featlab") else None,
             "elapsed_s": round(elapsed, 3),
         }
-        return writer.publish(summary)
+        rec = writer.publish(summary)
+        if oom:  # after the record: the failure is kept, and the command says it in one line (exit 2)
+            raise OutOfMemory(f"{oom}; failed run recorded in {rec.dir}")
+        return rec
+    except OutOfMemory:
+        raise
     except BaseException:
         writer.abandon()
         raise
@@ -212,11 +223,3 @@ def _control_record(ctl, exp, ctx: RunContext) -> dict:
     if ctl.trained:
         out["trained_values"] = {m: ctx.metrics.get(m) for m in ctl.trained}
     return out
-
-
-_OOM = (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))
-
-
-def _size_fields(cfg) -> list[str]:
-    named = [f for n in cfg.estimate() for f in n.fields]
-    return list(dict.fromkeys(named)) or ["seeds"]

@@ -83,7 +83,8 @@ def _finite(samples: Samples) -> tuple[np.ndarray, ...]:
 
 def _point(samples: Samples, statistic: Callable[..., float] | None) -> float:
     """The statistic on the finite units (the point estimate)."""
-    return float((statistic or _mean)(*_finite(samples)))
+    stat: Callable[..., Any] = statistic or _mean
+    return float(stat(*_finite(samples)))
 
 
 def interval(samples: Samples, statistic: Callable[..., float] | None = None, *, unit: str = "seeds",

@@ -28,6 +28,7 @@ from .common import (
     train_accuracy,
 )
 from .data import f_star
+from .diagnoses import diagnosed
 
 
 class AmplificationConfig(RFAConfig):
@@ -42,6 +43,15 @@ class AmplificationConfig(RFAConfig):
     def _valid(self):
         check(all(v >= 2 for v in self.d_sweep), "d_sweep", "must hold dimensions >= 2")
         return self
+
+    def estimate(self) -> list:
+        """Training probed at every iteration up to the horizon (2T by default), then ρ(0) vs ρ(1) at each d of
+        d_sweep (one step each), one after another."""
+        H, f = max(self.horizon or 2 * self.T(), self.T()), ("seeds", "n")
+        return self.sequential([self.gd_needs(E=self.seeds, n=self.n, d=self.d, steps=2 * H, fields=(*f, "d"),
+                                              step_field="horizon"),
+                                *(self.gd_needs(E=self.seeds, n=self.n, d=v, steps=2, fields=(*f, "d_sweep"),
+                                                step_field="d_sweep", tag=f"d={v}: ") for v in self.d_sweep)])
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -223,7 +233,7 @@ PRESETS = {
     config=AmplificationConfig,
     presets=PRESETS,
     tiny={"seeds": 1, "d": 100, "n": 40, "m": 20, "n_test": 40, "d_sweep": [50, 100]},
-    claims=CLAIMS, controls=CONTROLS,
+    claims=diagnosed(CLAIMS, "rfa-amplification"), controls=CONTROLS,
     assumptions=preset_assumptions(AmplificationConfig, PRESETS, lambda c: c.eta))
 def rfa_amplification(ctx) -> None:
     cfg: AmplificationConfig = ctx.cfg

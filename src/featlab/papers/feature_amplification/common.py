@@ -24,9 +24,10 @@ import pandas as pd
 import torch
 from pydantic import Field
 
-from ...config import ExperimentConfig
+from ...config import ExperimentConfig, Need
 from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
 from ...runs.claims import Assumption
+from ...runs.resources import item, sequential, tensor, work
 from ...train.loop import train
 from ...train.objectives import logistic
 from ...utils import torch_threads
@@ -76,6 +77,20 @@ class RFABase(ExperimentConfig):
     def T(self) -> int:
         return lemmas.stopping_time(self.alpha)
 
+    def gd_needs(self, *, E: int, n: int, d: int, steps: int, fields: tuple[str, ...], step_field: str,
+                 tag: str = "") -> list[Need]:
+        """Full-batch GD of E replicas on n points in d dimensions (eq. (1)): the data and test points, W with its
+        gradient and the (E, n, m) pre-activations; each step a few (E, n, d)·(d, m) products, probes included."""
+        it, m, nt = item(self.dtype), self.m, self.n_test
+        return [tensor(f"{tag}{E} runs × ({n} training + {nt} test points) × d={d}", fields + ("n_test",), E,
+                       n + nt, d, itemsize=it, copies=2),
+                tensor(f"{tag}{E} runs × m={m} neurons × (d={d} weights + {n + nt} pre-activations)", ("m", *fields),
+                       E, m, d + n + nt, itemsize=it, copies=4),
+                work(f"{tag}{steps} GD steps of {E} runs × n={n} × m={m} × d={d}", (step_field, *fields),
+                     8.0 * E * n * m * d * steps, steps)]
+
+    sequential = staticmethod(sequential)  # runs made one after another: the largest's memory, all the work
+
 
 class RFAConfig(RFABase):
     """One training set of n points in d dimensions, trained for ``steps`` GD iterations (Thm 1's T by default)."""
@@ -87,6 +102,10 @@ class RFAConfig(RFABase):
 
     def steps_(self) -> int:
         return self.steps if self.steps is not None else self.T()
+
+    def estimate(self) -> list[Need]:
+        return self.gd_needs(E=self.seeds, n=self.n, d=self.d, steps=self.steps_(), fields=("seeds", "n", "d"),
+                             step_field="steps")
 
 
 # ------------------------------------------------------------------------------------------ building blocks

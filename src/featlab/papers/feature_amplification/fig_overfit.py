@@ -27,6 +27,7 @@ from ...runs.registry import experiment
 from . import fig_regime
 from . import plots as plots_rfa
 from .common import RFABase, assumption_notes, gd_logspaced, make_dist, make_net, pattern_stats
+from .diagnoses import diagnosed
 
 
 class Fig2Config(RFABase):
@@ -38,6 +39,14 @@ class Fig2Config(RFABase):
     steps_low: int = Field(100_000, ge=1, description="GD iterations, low-dim regime [not in the paper; ~1e5]")
     steps_high: int = Field(100_000, ge=1, description="GD iterations, high-dim regime [not in the paper]")
     per_decade: int = Field(10, ge=1, description="probes per decade of iterations (log-spaced)")
+
+    def estimate(self) -> list:
+        """The two regimes (n ≫ d, then d ≫ n), one after another."""
+        return self.sequential([
+            self.gd_needs(E=self.seeds, n=self.n_low, d=self.d_low, steps=self.steps_low, tag="n ≫ d: ",
+                          fields=("seeds", "n_low", "d_low"), step_field="steps_low"),
+            self.gd_needs(E=self.seeds, n=self.n_high, d=self.d_high, steps=self.steps_high, tag="d ≫ n: ",
+                          fields=("seeds", "n_high", "d_high"), step_field="steps_high")])
 
 
 OPTIMAL = "1 − η"
@@ -239,7 +248,7 @@ def _fig2_judge(ctx, cfg: Fig2Config, s: dict) -> None:
     config=Fig2Config, presets=PRESETS_FIG2, assumptions=ASSUMPTIONS_FIG2,
     tiny={"seeds": 1, "m": 20, "n_low": 20, "n_high": 10, "d_high": 40, "steps_low": 30, "steps_high": 30,
           "n_test": 40},
-    claims=CLAIMS_FIG2, controls=CONTROLS_FIG2)
+    claims=diagnosed(CLAIMS_FIG2, "rfa-fig2"), controls=CONTROLS_FIG2)
 def rfa_fig2(ctx) -> None:
     cfg: Fig2Config = ctx.cfg
     seeds, dtype = ctx.seeds, ctx.dtype

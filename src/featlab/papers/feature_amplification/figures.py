@@ -24,6 +24,12 @@ class Fig1Config(RFAConfig):
     grid: int = Field(301, ge=11, description="grid points per axis of the (u, v) plane")
     extent: float = Field(1.6, gt=0, description="half-width of the plotted square in (u, v)")
 
+    def estimate(self) -> list:
+        """Training, then the net on the grid² points of the (u, v) plane: (grid², m) pre-activations."""
+        G2 = self.grid * self.grid
+        return super().estimate() + self.gd_needs(E=self.seeds, n=G2, d=self.d, steps=1, fields=("grid", "seeds"),
+                                                  step_field="grid", tag="the decision-boundary grid: ")[1:]
+
 
 NEAR_MEAN = math.cos(math.pi / 8)  # within 22.5° of a mean: nearer to it than to any bisector (±µ1 ± µ2)/√2
 

@@ -31,6 +31,7 @@ from ...runs.claims import Assumption, AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
 from . import fig_regime
 from .common import RFABase
+from .diagnoses import diagnosed
 from .phase_measure import mean_gap, pooled, run_d, worst_cell_gap
 from .phase_plots import phase_figure
 
@@ -42,6 +43,12 @@ class RFAPhaseConfig(RFABase):
     steps_long: int = Field(20_000, ge=0, description="GD iterations of the long run (interpolation); 0 = the "
                             "untrained net, a control (then 'at T' reads the init too)")
     per_decade: int = Field(4, ge=1, description="probes per decade of iterations (log-spaced)")
+
+    def estimate(self) -> list:
+        """Every (η, seed) of one d in one batched run of steps_long iterations, one d after another."""
+        return self.sequential([self.gd_needs(E=self.seeds * len(self.etas), n=self.n, d=d, tag=f"d={d}: ",
+                                              steps=max(self.steps_long, self.T()), step_field="steps_long",
+                                              fields=("seeds", "etas", "n", "ds")) for d in self.ds])
 
     @model_validator(mode="after")
     def _valid(self):
@@ -143,7 +150,8 @@ ASSUMPTIONS = [
 @experiment(
     "rfa-phase", paper="feature-amplification", reference="Thm 1, Fig 2 (beyond the paper: phase diagram)",
     summary="test error at T and after long training over η and d/n: benign (d ≫ n) vs harmful (n ≫ d)",
-    config=RFAPhaseConfig, claims=CLAIMS, controls=CONTROLS, presets=PRESETS, assumptions=ASSUMPTIONS,
+    config=RFAPhaseConfig, claims=diagnosed(CLAIMS, "rfa-phase"), controls=CONTROLS, presets=PRESETS,
+    assumptions=ASSUMPTIONS,
     tiny={"seeds": 1, "ds": [4, 40], "n": 20, "m": 20, "steps_long": 30, "n_test": 100, "etas": [0.0, 0.2]})
 def rfa_phase(ctx) -> None:
     cfg: RFAPhaseConfig = ctx.cfg

@@ -48,6 +48,13 @@ class Theorem1Config(RFAConfig):
         check(all(v >= 1 for v in self.n_sweep), "n_sweep", "must hold sizes >= 1")
         return self
 
+    def estimate(self) -> list:
+        """Every (η, seed) in one batched run, at n and then at each n of n_sweep, one after another."""
+        E, f = self.seeds * len(self.etas), ("seeds", "etas", "d")
+        return self.sequential([self.gd_needs(E=E, n=n, d=self.d, steps=self.steps_(), fields=(*f, name),
+                                              step_field="steps", tag=f"{name}={n}: ")
+                                for name, n in [("n", self.n), *(("n_sweep", v) for v in self.n_sweep)]])
+
 
 CLAIMS = [
     Claim("rfa.thm1_pattern", "every clean training point right and every noisy one wrong at T: share of the "

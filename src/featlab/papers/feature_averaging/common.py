@@ -22,13 +22,15 @@ from typing import Literal
 import torch
 from pydantic import Field, model_validator
 
-from ...config import ExperimentConfig, check
+from ...config import ExperimentConfig, Need, check
 from ...data.base import Batch
 from ...nn.twolayer import EnsembleTwoLayer, block_readout, sign_prediction, signed_readout
 from ...train.loop import train
 from ...train.objectives import cross_entropy, logistic
-from . import measures
+from ...utils import per_replica, torch_threads
+from . import gram, measures
 from .data import MultiClusterDistribution, relabel
+from .flow import flow
 
 
 class FADataConfig(ExperimentConfig):
@@ -59,6 +61,17 @@ class FADataConfig(ExperimentConfig):
         "cluster", description="training labels: the paper's (a function of the cluster), or a control's — "
         "'random' (binary and fine labels re-drawn independently of the cluster) or 'shuffled-in-class' (fine "
         "labels re-assigned at random inside each coarse class); see data.relabel")
+    simulation: Literal["explicit", "gram"] = Field(
+        "explicit", description="'explicit' vectors in R^d, or 'gram': the same run exactly in law in k + N "
+        "coordinates (N Gaussian vectors: n, n_test, the neurons, thm46_starts; see papers/feature_averaging/"
+        "gram.py), whose cost does not grow with d (needs d ≥ k + N) [implementation choice, not the paper's]")
+    integrator: Literal["gd", "flow"] = Field(
+        "gd", description="'gd': T steps of full-batch GD at step η; 'flow': the gradient flow to time ηT, GD's "
+        "η → 0 limit (Assumption 4.3's η = O(d⁻²)), integrated adaptively (flow.py) [implementation choice]")
+    flow_rtol: float = Field(1e-6, gt=0, lt=1, description="flow: the solver's relative tolerance [our choice]")
+    flow_atol: float = Field(1e-4, gt=0, lt=1, description="flow: the solver's absolute tolerance in units of the "
+                             "weights' RMS at each probe time [our choice: at d = 512, n = 30 the output is within "
+                             "0.8 % of GD's η → 0 limit (1e-3: 8 %, 1e-5: 0.05 % at 5× the work)]")
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -74,7 +87,27 @@ class FADataConfig(ExperimentConfig):
         if self.norm_scales is not None:
             check(len(self.norm_scales) == self.k and all(s > 0 for s in self.norm_scales), "norm_scales",
                   f"must hold k={self.k} positive numbers")
+        if self.simulation == "gram":
+            N, D = gram.size(self)
+            check(self.d >= D, "d", f"must be >= k + N = {D} for simulation='gram' (N = {N} Gaussian vectors: n, "
+                  f"n_test, the neurons, thm46_starts); got d={self.d}", "raise d or use simulation=explicit")
+            check(not self.shared_data, "shared_data", "is not available with simulation='gram'",
+                  "use simulation=explicit")
         return self
+
+    def estimate(self) -> list[Need]:
+        """A Gram run holds E·N·(k+N) coordinates (d is only a scale); a flow's work is counted by its solver, not
+        by T (a lower bound: none)."""
+        if self.simulation == "explicit" and self.integrator == "gd":
+            return super().estimate()
+        E, item = int(self.seeds), 8 if self.dtype == "float64" else 4
+        N, D = gram.size(self) if self.simulation == "gram" else (int(self.n), int(self.d))
+        needs = [Need(f"{E} replicas × {N} Gaussian vectors × {D} coordinates, {item}-byte floats (+ one "
+                      f"float64 factor)", ("seeds", "n"), bytes=float(E * N * D * item + 8 * N * D))]
+        if self.integrator == "gd":
+            needs.append(Need(f"{self.T} steps over {E} × {N} × {D} data", ("T",), flops=2.0 * E * N * D * self.T,
+                              steps=self.T))
+        return needs
 
     def positive_set(self) -> list[int]:
         """J+ as 0-based cluster indices: ``positive`` or the first ⌊k/2⌋ clusters."""
@@ -84,12 +117,14 @@ class FADataConfig(ExperimentConfig):
 class FASyntheticConfig(FADataConfig):
     """fa-synthetic: the data and binary training, plus the k-class net, the test set and the attacks."""
 
-    h: int = Field(1, ge=1, description="k-class net: neurons per class [paper silent; 1 fits Fig 2b]")
+    h: int = Field(1, ge=1, description="k-class net: neurons per class [paper silent; 1 fits Fig 2b]",
+                   json_schema_extra={"range": [1, 2, 4]})
     long_T: int = Field(1000, ge=0, description="steps of a second, longer binary run on the same data, for λ(t) "
                         "over ηt ∈ [1, η·long_T] (Lemma B.23, §5: λ ≈ log(ηt)); 0 skips it [our choice]")
     long_eta: float = Field(0.01, gt=0, description="its learning rate (ηT = 10 at the defaults; Fig 6 shows "
                             "averaging at η = 0.01) [our choice]")
-    n_test: int = Field(1000, ge=1, description="fresh test points for accuracy and attacks [paper silent]")
+    n_test: int = Field(1000, ge=1, description="fresh test points for accuracy and attacks [paper silent]",
+                        json_schema_extra={"range": [1000, 500, 2000]})
     radii: list[float] | None = Field(None, description="ℓ2 radii; default: Fig 3's axis 0:2:58 scaled by "
                                       "√(d/3072), so the theory's radii √(d/k), √(d/2) stay inside for any d")
     pgd_steps: int = Field(50, ge=1, description="PGD iterations per radius")
@@ -126,6 +161,8 @@ def make_data(cfg: FADataConfig, seeds: list[int], dtype, device=None):
 
     With ``shared_data`` seed 0's centres and samples are drawn once and viewed (not copied) by every replica.
     """
+    if cfg.simulation == "gram":
+        return gram.gram_data(cfg, seeds, dtype, device)
     data_seeds = seeds[:1] if cfg.shared_data else seeds
     dist = MultiClusterDistribution.create(
         data_seeds, cfg.k, cfg.d, cfg.positive_set(), alpha=cfg.alpha, sigma=cfg.sigma, centres=cfg.centres,
@@ -146,21 +183,52 @@ def train_inputs(cfg, tr):
     return tr.x[0] if cfg.shared_data else tr.x
 
 
-def binary_net(cfg, seeds, dtype, device=None) -> EnsembleTwoLayer:
+def _from_gaussians(net: EnsembleTwoLayer, dist, seeds, role: str, sigma_w: float,
+                    sigma_b: float | None) -> EnsembleTwoLayer:
+    """W(0) = σ_w·(the role's rows of the joint Gaussian draw) when the data carry them (a Gram simulation, or
+    the exact test's shared draws); the biases, scalars, from the replica's (seed, role/bias) stream, which does
+    not depend on the length of the vectors."""
+    rows = None if dist is None or dist.gaussians is None else dist.gaussians.get(role)
+    if rows is not None:
+        with torch.no_grad():
+            net.W.copy_(rows.to(net.W.dtype) * sigma_w)
+            if net.b is not None and sigma_b is not None:
+                net.b.copy_(per_replica(list(seeds), f"{role}/bias", lambda g: torch.randn(
+                    net.b.shape[1], generator=g, dtype=torch.float64, device="cpu")).to(net.b) * sigma_b)
+    return net
+
+
+def binary_net(cfg, seeds, dtype, device=None, dist=None) -> EnsembleTwoLayer:
     """FA §3.2: f = (1/m)Σ_r ReLU(<w_{+,r},x> + b) − (1/m)Σ_r ReLU(<w_{−,r},x> + b), second layer fixed."""
-    return EnsembleTwoLayer.init(seeds, cfg.d, signed_readout(cfg.m, cfg.m, 1 / cfg.m), sigma_w=cfg.sigma_w,
-                                 sigma_b=cfg.sigma_b, dtype=dtype, device=device, role="init/binary")
+    net = EnsembleTwoLayer.init(seeds, cfg.d if dist is None else dist.dim, signed_readout(cfg.m, cfg.m, 1 / cfg.m),
+                                sigma_w=cfg.sigma_w, sigma_b=cfg.sigma_b, dtype=dtype, device=device,
+                                role="init/binary")
+    return _from_gaussians(net, dist, seeds, "init/binary", cfg.sigma_w, cfg.sigma_b)
 
 
-def kclass_net(cfg, seeds, dtype, device=None) -> EnsembleTwoLayer:
+def kclass_net(cfg, seeds, dtype, device=None, dist=None) -> EnsembleTwoLayer:
     """FA §4.2: f_j = (1/h) Σ_r ReLU(<w_{j,r}, x>), no bias."""
-    return EnsembleTwoLayer.init(seeds, cfg.d, block_readout(cfg.k, cfg.h, 1 / cfg.h), sigma_w=cfg.sigma_w,
-                                 sigma_b=None, dtype=dtype, device=device, role="init/multiclass")
+    net = EnsembleTwoLayer.init(seeds, cfg.d if dist is None else dist.dim, block_readout(cfg.k, cfg.h, 1 / cfg.h),
+                                sigma_w=cfg.sigma_w, sigma_b=None, dtype=dtype, device=device, role="init/multiclass")
+    return _from_gaussians(net, dist, seeds, "init/multiclass", cfg.sigma_w, None)
+
+
+def _fit(cfg, params, loss_fn, seeds, probe, prefix):
+    """T GD steps at η (FA's full-batch GD), or its η → 0 limit, the gradient flow to time ηT (``integrator``)."""
+    if cfg.integrator == "flow":
+        W = params[0]
+        small = W.shape[0] * W.shape[1] * W.shape[2] * cfg.n < 2e8  # thread wake-ups cost more than they save
+        with torch_threads(1 if small else 0):
+            return flow(params, lambda: loss_fn(0), cfg.eta * cfg.T, seeds=seeds, eta=cfg.eta, probe=probe,
+                        prefix=prefix, desc=f"{prefix}flow", rtol=cfg.flow_rtol,
+                        atol_scale=cfg.flow_atol)
+    return train(params, loss_fn, cfg.T, seeds=seeds, lr=cfg.eta, probe=probe, probe_every=cfg.probe_every,
+                 prefix=prefix, desc=f"{prefix}GD")
 
 
 def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
     """Full-batch GD on the logistic loss (FA eq. 1)."""
-    net = binary_net(cfg, seeds, tr.x.dtype, tr.x.device)
+    net = binary_net(cfg, seeds, tr.x.dtype, tr.x.device, dist)
     if cfg.init == "decoupled":  # a control: GD starts at Thm D.3's robust network, not near 0
         with torch.no_grad():
             pos, neg = dist.positive.nonzero().flatten(), (~dist.positive).nonzero().flatten()
@@ -181,14 +249,13 @@ def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
                 "margin_spread": q.amax(-1) - q.amin(-1), "margin_mean": q.mean(-1),
                 "lambda_in_class_min": lam.amin(-1), "lambda_in_class_max": lam.amax(-1)}
 
-    res = train([net.W, net.b], lambda step: logistic(net(x), tr.y), cfg.T, seeds=seeds, lr=cfg.eta,
-                probe=probe, probe_every=cfg.probe_every, prefix=prefix, desc=f"{prefix}GD")
+    res = _fit(cfg, [net.W, net.b], lambda step: logistic(net(x), tr.y), seeds, probe, prefix)
     return net, res
 
 
 def fit_kclass(cfg, seeds, dist, tr, prefix="multiclass."):
     """Full-batch GD on the cross-entropy of the cluster labels (FA §3.2 / §4.2)."""
-    net = kclass_net(cfg, seeds, tr.x.dtype, tr.x.device)
+    net = kclass_net(cfg, seeds, tr.x.dtype, tr.x.device, dist)
     x, c = train_inputs(cfg, tr), tr.cluster
 
     def probe(step):
@@ -198,6 +265,5 @@ def fit_kclass(cfg, seeds, dist, tr, prefix="multiclass."):
             cos = measures.cosine_matrix(dist.mu, measures.equivalent_weights(net.W, cfg.k))
         return {"train_acc_kclass": acc, "cos_diag_mean": measures.decoupling_stats(cos)["cos_diag_mean"]}
 
-    res = train([net.W], lambda step: cross_entropy(net(x), c), cfg.T, seeds=seeds, lr=cfg.eta,
-                probe=probe, probe_every=cfg.probe_every, prefix=prefix, desc=f"{prefix}GD")
+    res = _fit(cfg, [net.W], lambda step: cross_entropy(net(x), c), seeds, probe, prefix)
     return net, res

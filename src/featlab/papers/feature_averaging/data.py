@@ -16,8 +16,9 @@ from ...utils import generator
 
 
 def orthogonal_centres(k: int, d: int, mode: str, gen: torch.Generator, pairwise_cos: float = 0.0,
-                       norm_scales: list[float] | None = None) -> torch.Tensor:
-    """(k, d) centres with ‖μ_j‖ = √d · scale_j.
+                       norm_scales: list[float] | None = None, norm_d: int | None = None) -> torch.Tensor:
+    """(k, d) centres with ‖μ_j‖ = √d · scale_j (√norm_d · scale_j when given: the nominal d of a reduced
+    simulation, whose coordinates have fewer than d entries, see :mod:`.gram`).
 
     mode='qr': μ_j = √d q_j with q from the QR of a Gaussian d×k matrix (rotation invariant; default).
     mode='basis': μ_j = √d e_j.
@@ -37,7 +38,7 @@ def orthogonal_centres(k: int, d: int, mode: str, gen: torch.Generator, pairwise
         mu = (1 - c) ** 0.5 * q[1:] + c**0.5 * q[:1]
     else:
         mu = q
-    mu = mu * d**0.5
+    mu = mu * (d if norm_d is None else norm_d) ** 0.5
     if norm_scales is not None:
         mu = mu * torch.tensor(norm_scales, dtype=torch.float64, device="cpu")[:, None]
     return mu
@@ -45,13 +46,17 @@ def orthogonal_centres(k: int, d: int, mode: str, gen: torch.Generator, pairwise
 
 @dataclass
 class MultiClusterDistribution:
-    """Def 3.1 for E replicas. ``mu``: (E, k, d); ``positive``: boolean (k,) mask of J+ (entry j − 1 is
-    the paper's cluster j)."""
+    """Def 3.1 for E replicas. ``mu``: (E, k, D); ``positive``: boolean (k,) mask of J+ (entry j − 1 is
+    the paper's cluster j). D = d, or in a reduced (Gram) simulation D = k + N coordinates of vectors of R^d
+    (:mod:`.gram`): then ``d_nominal`` is the d the vectors live in and ``gaussians`` holds the other N(0, I_d)
+    draws in the same coordinates (the initial weights, the Thm 4.6 starts), which fresh draws could not be."""
 
     mu: torch.Tensor
     positive: torch.Tensor
     alpha: float = 1.0  # signal scale α (Remark A.5)
     sigma: float = 1.0  # noise scale σ
+    d_nominal: int | None = None  # the input dimension d when mu holds reduced coordinates
+    gaussians: dict[str, torch.Tensor] | None = None  # role → (E, count, D) coordinates of N(0, I_d) draws
 
     @classmethod
     def create(cls, seeds: list[int], k: int, d: int, positive: list[int], *, alpha: float = 1.0,
@@ -78,6 +83,12 @@ class MultiClusterDistribution:
 
     @property
     def d(self) -> int:
+        """The input dimension d (a scale: ‖μ_j‖² = d), also in a reduced simulation."""
+        return self.mu.shape[2] if self.d_nominal is None else self.d_nominal
+
+    @property
+    def dim(self) -> int:
+        """The length D of the stored vectors: d, or k + N coordinates in a reduced simulation."""
         return self.mu.shape[2]
 
     @property
@@ -98,6 +109,8 @@ class MultiClusterDistribution:
 
     def sample(self, n: int, seeds: list[int], role: str = "train") -> Batch:
         """n points per replica; replica i draws from the (seed_i, role) stream."""
+        if self.d_nominal is not None:  # a fresh point must be a row of the joint Gaussian draw (see .gram)
+            raise ValueError("a reduced (Gram) simulation cannot sample fresh points; draw them with its data")
         xs, ys, cs = [], [], []
         for e, s in enumerate(seeds):
             g = generator(s, role)

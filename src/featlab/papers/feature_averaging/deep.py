@@ -30,6 +30,7 @@ from ...data.images import ImageData
 from ...errors import DataError
 from ...nn.twolayer import logit_margin_readout
 from ...runs.registry import experiment
+from ...runs.resources import dataset_needs, image_needs
 from ...text import table
 from ...train.checkpoints import fingerprint_of, run_checkpoints
 from ...train.image_config import ImageTrainFields, build_model, load_run_data
@@ -56,7 +57,8 @@ from .deep_claims import (
 
 class FAResNetConfig(ImageTrainFields):
     NOT_TRAINING: ClassVar[frozenset[str]] = ImageTrainFields.NOT_TRAINING | {
-        "radii", "n_attack", "pgd_steps", "pgd_step_factor", "pgd_restarts"}
+        "radii", "n_attack", "pgd_steps", "pgd_step_factor", "pgd_restarts", "attack", "apgd_steps", "apgd_restarts",
+        "apgd_targets", "square_queries", "ddn_steps", "check_factor", "check_seeds"}
 
     epochs: int = Field(100, ge=0, description="training epochs (0: both models at their init, the 'untrained' "
                         "control)")
@@ -75,6 +77,27 @@ class FAResNetConfig(ImageTrainFields):
     pgd_steps: int = Field(20, ge=1, description="PGD iterations per radius")
     pgd_step_factor: float = Field(2.5, gt=0, description="PGD step = factor·δ/steps")
     pgd_restarts: int = Field(1, ge=1, description="PGD restarts")
+    attack: Literal["ensemble", "pgd"] = Field(
+        "ensemble", description="[paper silent: §6.2 says ℓ2 PGD] 'ensemble': the worst case per point over margin "
+        "PGD, APGD-CE, APGD-T, DDN and Square with the attack-failure indicators; 'pgd': margin PGD alone (the "
+        "former protocol, whose curve the ensemble also keeps)", json_schema_extra={"range": ["ensemble", "pgd"]})
+    apgd_steps: int = Field(100, ge=1, description="[paper silent: AutoAttack's 100] APGD-CE and APGD-T iterations "
+                            "per radius (and per target)", json_schema_extra={"range": [100, 50, 200]})
+    apgd_restarts: int = Field(1, ge=1, description="[paper silent: AutoAttack's 1] APGD-CE random restarts",
+                               json_schema_extra={"range": [1, 5]})
+    apgd_targets: int = Field(5, ge=1, description="[paper silent] APGD-T targets: the most likely classes of the "
+                              "other group (all 5 with J+ = 0–4, as AutoAttack's 9 are all other classes); the 2-class "
+                              "net has one, the other logit", json_schema_extra={"range": [5, 1, 3]})
+    square_queries: int = Field(5000, ge=1, description="[paper silent: AutoAttack's 5000] Square-L2 queries per "
+                                "radius", json_schema_extra={"range": [5000, 2500, 10000]})
+    ddn_steps: int = Field(100, ge=1, description="[paper silent] DDN (minimum-norm) iterations, once per point",
+                           json_schema_extra={"range": [100, 50, 200]})
+    check_factor: int = Field(2, ge=2, description="[paper silent] the convergence indicator's stronger budget: this "
+                              "many times the steps, restarts and queries of every attack but margin PGD",
+                              json_schema_extra={"range": [2, 4]})
+    check_seeds: int | None = Field(None, ge=1, description="[paper silent] the stronger budget's check runs on the "
+                                    "curves of the first this-many seeds (None: all)",
+                                    json_schema_extra={"range": [None, 1]})
 
     @model_validator(mode="after")
     def _ok(self):
@@ -85,6 +108,20 @@ class FAResNetConfig(ImageTrainFields):
             0 <= c for c in self.positive), "positive", "must list distinct class indices >= 0")
         return self
 
+    def estimate(self) -> list:
+        """Both nets (2-class and k-class) per seed, one after another, and the attacks on (eval_batch, image)
+        batches: per radius and net, margin PGD and (ensemble) APGD-CE, APGD-T per target, Square's queries (a
+        forward each, a third of a gradient step), DDN once; the convergence check's stronger budget on top. Every
+        attack after PGD runs on the survivors only (probes/ensemble.py), taken as 0.3 of the points [our guess: a
+        robust-accuracy curve falling from the clean accuracy to ~0 over the radii]. And the dataset files it reads."""
+        per_r = float(self.pgd_steps * self.pgd_restarts)
+        if self.attack == "ensemble":
+            per_r += 0.3 * (self.apgd_steps * (self.apgd_restarts + self.apgd_targets) + self.square_queries / 3)
+        checked = (self.check_seeds or self.seeds) * (self.check_factor if self.attack == "ensemble" else 0)
+        steps = round(2 * (len(self.radii) * per_r + self.ddn_steps) * (self.seeds + checked))
+        n_att = self.n_attack or (599 if self.dataset == "digits" else 10_000)  # the test sets' sizes
+        return image_needs(self, arms=2, attack_points=n_att, attack_steps=steps) + dataset_needs(self)
+
 
 # ------------------------------------------------------------------------------------------ the experiment
 def run_fa_resnet(ctx) -> None:
@@ -93,6 +130,7 @@ def run_fa_resnet(ctx) -> None:
         data = load_run_data(ctx)
         pos_mask = _positive_mask(ctx, data.num_classes)
         masks: dict[str, list[torch.Tensor]] = {"binary": [], "multiclass": []}
+        atts: dict[str, list[dm.Attacked]] = {"binary": [], "multiclass": []}
         points: dict[str, list[tuple[torch.Tensor, torch.Tensor]]] = {"binary": [], "multiclass": []}
         clean: dict[str, list[float]] = {k: [] for k in ("binary", "multiclass", "multiclass_kclass", "binary_balanced",
                                  "multiclass_balanced", "binary_train", "multiclass_train")}
@@ -109,9 +147,16 @@ def run_fa_resnet(ctx) -> None:
                 clean[f"{head}_train"].append(float(tr.double().mean()))
                 points[head].append((te, pos_mask[data.y_test]))
                 # §6.2: the 2-class model, and the k-class model read out as F^binary
-                masks[head].append(dm.measure_robustness(ctx, model, data, pos_mask, head, seed) if robust else
+                if robust:
+                    atts[head].append(dm.measure_robustness(ctx, model, data, pos_mask, head, seed))
+                masks[head].append(atts[head][-1].worst if robust else
                                    torch.zeros(1 + len(cfg.radii), 0, dtype=torch.bool))
         curves = dm.summarise(ctx, masks, clean)
+        pgd = {h: [a.pgd for a in atts[h]] for h in atts}
+        converged = dm.record_attacks(ctx, atts)
+        if robust:
+            dm.pgd_comparison(ctx, pgd)
+            curves["pgd"] = {h: torch.stack([p[1:].double().mean(-1) for p in pgd[h]]) for h in pgd}
         _draw(ctx, curves, data.num_classes)
         if cfg.smoke:
             ctx.note("smoke preset: the pipeline on digits for a few epochs; no claims (run --preset paper with "
@@ -121,7 +166,7 @@ def run_fa_resnet(ctx) -> None:
         judge_clean = ds in PAPER_FIG3 and ctx.experiment_id == FIG3_EXPERIMENT[ds]
         if ds in PAPER_FIG3 and not judge_clean:
             ctx.note(f"the clean accuracies of Fig 3 on {ds} are claims of {FIG3_EXPERIMENT[ds]}, not judged here")
-        dm.judge(ctx, masks, points, fig3_clean(ds) if judge_clean else None)
+        dm.judge(ctx, masks, points, fig3_clean(ds) if judge_clean else None, converged=converged)
 
 
 def _training_labels(cfg: FAResNetConfig, y: torch.Tensor, pos_mask: torch.Tensor, seed: int) -> dict:
@@ -210,25 +255,30 @@ def _draw(ctx, curves: dict[str, dict[str, torch.Tensor]], k: int) -> None:
     """The Fig 3 table (ours beside the paper's, and on the points both models classify correctly) and figure."""
     cfg: FAResNetConfig = ctx.cfg
     radii, paper = cfg.radii, PAPER_FIG3.get(cfg.dataset)
-    A, S = curves["plain"], curves["both_correct"]
+    A, S, P = curves["plain"], curves["both_correct"], curves.get("pgd", curves["plain"])
 
     def paper_at(values, r):
         return f"{values[paper[0].index(round(r, 2))]:.1f}" if paper and round(r, 2) in paper[0] else "—"
 
-    rows = [[f"{r:g}", f"{100 * A['binary'][:, i].mean():.1f}", paper_at(paper[2] if paper else None, r),
-             f"{100 * A['multiclass'][:, i].mean():.1f}", paper_at(paper[1] if paper else None, r),
+    rows = [[f"{r:g}", f"{100 * A['binary'][:, i].mean():.1f}", f"{100 * P['binary'][:, i].mean():.1f}",
+             paper_at(paper[2] if paper else None, r), f"{100 * A['multiclass'][:, i].mean():.1f}",
+             f"{100 * P['multiclass'][:, i].mean():.1f}", paper_at(paper[1] if paper else None, r),
              f"{100 * S['binary'][:, i].mean():.1f}", f"{100 * S['multiclass'][:, i].mean():.1f}"]
             for i, r in enumerate(radii)]
-    ctx.note(f"Fig 3 ({cfg.dataset}): robust binary test accuracy (%), mean of {len(ctx.seeds)} seeds; the last two "
-             f"columns on the points both models classify correctly (the claims' measurement)\n"
-             + table(rows, ["radius", "2-class", "paper", "10-class", "paper", "2-cl both", "10-cl both"],
-                     [7, 8, 6, 9, 6, 10, 10]))
+    ctx.note(f"Fig 3 ({cfg.dataset}): robust binary test accuracy (%), mean of {len(ctx.seeds)} seeds, worst case over "
+             f"the attack ensemble ('PGD': margin PGD alone); the last two columns on the points both models classify "
+             f"correctly (the claims' measurement)\n"
+             + table(rows, ["radius", "2-class", "PGD", "paper", "10-class", "PGD", "paper", "2-cl both", "10-cl both"],
+                     [7, 8, 6, 6, 9, 6, 6, 10, 10]))
     name = {"digits": "8×8 digits, small CNN", "mnist": "MNIST, ResNet-18", "cifar10": "CIFAR-10, ResNet-18"}
     lines = []
     for h, color, lab in (("binary", plotting.RED, "2-class labels"),
                           ("multiclass", plotting.BLUE, f"{k}-class labels")):
-        lines.append(dict(label=f"{lab} (PGD)", mean=A[h].mean(0), std=A[h].std(0, correction=0), color=color,
+        lines.append(dict(label=f"{lab} ({'attack ensemble' if cfg.attack == 'ensemble' else 'PGD'})",
+                          mean=A[h].mean(0), std=A[h].std(0, correction=0), color=color,
                           paper=(paper[0], paper[2 if h == "binary" else 1]) if paper else None))
+        if "pgd" in curves and cfg.attack == "ensemble":
+            lines.append(dict(label=f"{lab}, margin PGD alone", mean=P[h].mean(0), style=":", color=color))
         lines.append(dict(label=f"{lab}, points both classify correctly", mean=S[h].mean(0), style="--",
                           std=S[h].std(0, correction=0), color=color))
     ctx.figure(plotting.robust_curves(radii, lines, [], f"{'SMOKE TEST: ' if cfg.smoke else ''}Robust test accuracy, "
@@ -248,14 +298,18 @@ FA_CIFAR: dict[str, Any] = {
     "dataset": "cifar10", "model": "resnet18", "width": 64, "seeds": 1, "epochs": 200, "batch_size": 128,
     "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "cosine",
     "augment": True, "radii": [round(0.08 * i, 2) for i in range(11)]}
-TINY = {"seeds": 1, "epochs": 1, "width": 2, "augment": True, "radii": [0, 0.3], "n_attack": 8, "pgd_steps": 2}
+TINY = {"seeds": 1, "epochs": 1, "width": 2, "augment": True, "radii": [0, 0.3], "n_attack": 8, "pgd_steps": 2,
+        "apgd_steps": 2, "apgd_targets": 1, "square_queries": 2, "ddn_steps": 2}
+# the quick presets' ensemble [paper silent]: a CPU budget (the paper presets keep AutoAttack's), the stronger
+# budget's check on the first seed's curves
+QUICK_ATTACK = {"apgd_steps": 20, "apgd_targets": 1, "square_queries": 10, "ddn_steps": 20, "check_seeds": 1}
 experiment("fa-resnet-digits", paper="feature-averaging", reference=FA_REF + " on 8×8 digits",
            summary=FA_SUMMARY + " (8×8 digits, small CNN, CPU)", config=FAResNetConfig, claims=CLAIMS,
            controls=[COARSE], assumptions=[SETTING_DIGITS, TRAINED_DIGITS, ATTACK],
            presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 16, "seeds": 3, "epochs": 30,
                               "batch_size": 128, "optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "cpu_threads": 1,
                               "weight_decay": 5e-4, "schedule": "cosine",
-                              "radii": DIGITS_RADII[::2], "n_attack": 300},
+                              "radii": DIGITS_RADII[::2], "n_attack": 300, **QUICK_ATTACK},
                     "paper": {"dataset": "digits", "model": "smallcnn", "width": 32, "seeds": 5, "epochs": 100,
                               "batch_size": 128, "optimizer": "sgd", "lr": 0.05, "momentum": 0.9,
                               "weight_decay": 5e-4, "schedule": "cosine", "radii": DIGITS_RADII}},
@@ -267,4 +321,5 @@ for _name, _p in (("fa-resnet-mnist", FA_MNIST), ("fa-resnet-cifar10", FA_CIFAR)
                presets={"paper": dict(_p), "quick": {**_p, "dataset": "digits", "smoke": True, "model": "smallcnn",
                                                      "width": 16, "epochs": 8, "batch_size": 64, "lr": 0.05,
                                                      "augment": False, "cpu_threads": 1, "n_attack": 200,
-                                                     "pgd_steps": 5}}, tiny=TINY)(run_fa_resnet)
+                                                     "pgd_steps": 5, **QUICK_ATTACK, "apgd_steps": 5}},
+               tiny=TINY)(run_fa_resnet)

@@ -1,7 +1,9 @@
 """fa-resnet-*: the measurements behind Fig 3 (FA §6.2) and the judging of its claims.
 
-* :func:`robust_points` is the one place where robust accuracy is measured (ℓ2 PGD today); switch it to the
-  worst case of an attack ensemble there and every curve and claim follows.
+* :func:`robust_points` is the one place where robust accuracy is measured: the worst case per point over margin
+  PGD, APGD-CE, APGD-T, DDN and Square (probes/ensemble.py), with margin PGD's own curve kept beside it (the
+  former protocol) and the attack-failure indicators of every curve (probes/indicators.py); a claim resting on a
+  flagged curve is unverified.
 * The comparative claims are judged on the test points that **both** models classify correctly (clean): the
   2-class small CNN is also less accurate clean (93.4 vs 97.8 % on digits, against 0.4–1.3 pp in Fig 3), and a
   point misclassified at δ = 0 counts as non-robust at every radius, so plain curves would partly compare clean
@@ -14,43 +16,66 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ...data.images import ImageData
 from ...nn.twolayer import logit_margin_readout
-from ...probes.robustness import correct, pgd_l2
+from ...probes.apgd import binary_logits
+from ...probes.ensemble import AttackBudget, EnsembleResult, robust_masks_ensemble
+from ...probes.indicators import attack_indicators
 from ...train.image_trainer import predict
-from ...utils import generator, progress_bar
+from ...utils import generator
+
+ENSEMBLE = ("apgd-ce", "apgd-t", "ddn", "square")  # after margin PGD, in attribution order (gradient-free last)
+ATTRIBUTION = "attacks.parquet"  # per point: which attack broke it at which radius (one row per arm, seed, point)
 
 
-def robust_points(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], cfg, seed: int,
-                  device, progress=None) -> torch.Tensor:
-    """Which points (n,) stay correctly classified at each radius: (R, n) bool; radius 0 is the clean prediction.
+def attack_budget(cfg, strong: bool = False) -> AttackBudget:
+    """The attack budget of both nets of a comparison (the config's fields, one for both); ``strong``: the
+    convergence indicator's, ``check_factor``× the steps, restarts and queries of every attack but margin PGD."""
+    attacks = ("pgd",) if cfg.attack == "pgd" else ("pgd", *ENSEMBLE)
+    b = AttackBudget(steps=cfg.apgd_steps, restarts=cfg.apgd_restarts, n_targets=cfg.apgd_targets,
+                     queries=cfg.square_queries, ddn_steps=cfg.ddn_steps, attacks=attacks,
+                     pgd_steps=cfg.pgd_steps, pgd_step_factor=cfg.pgd_step_factor, pgd_restarts=cfg.pgd_restarts)
+    return replace(b.stronger(cfg.check_factor), attacks=ENSEMBLE) if strong else b
 
-    ℓ2 PGD (Madry et al., as §6.2 says), ``pgd_steps`` steps of ``pgd_step_factor``·δ/steps, ``pgd_restarts``
-    restarts, pixels clipped to [0, 1]. Radii are attacked in increasing order on the survivors (an adversarial
-    example within r is one within every r' ≥ r: monotone curves). Both arms of a seed draw the same random starts
-    (the "attack" stream): a paired comparison, and two identical models get identical masks.
-    The one place to switch to the worst case over an attack ensemble (probes/robustness.py)."""
-    g = generator(seed, "attack")
-    with torch.no_grad():
-        alive = torch.cat([correct(score(x[i: i + cfg.eval_batch].to(device)), y[i: i + cfg.eval_batch].to(device))
-                           .cpu() for i in range(0, len(y), cfg.eval_batch)])
-    done = {}
-    for r in sorted(set(float(r) for r in radii)):
-        idx = alive.nonzero().flatten()
-        for i in range(0, len(idx) if r > 0 else 0, cfg.eval_batch):
-            j = idx[i: i + cfg.eval_batch]
-            _, fooled = pgd_l2(score, x[j].to(device), y[j].to(device), r, steps=cfg.pgd_steps,
-                               step_size=cfg.pgd_step_factor * r / cfg.pgd_steps, restarts=cfg.pgd_restarts,
-                               event_dims=3, clip=(0.0, 1.0), generator=g)
-            alive[j[fooled.cpu()]] = False
-        done[r] = alive.clone()
-        if progress is not None:
-            progress.update(1)
-    return torch.stack([done[float(r)] for r in radii])
+
+@dataclass
+class Attacked:
+    """One net's attack: (R, n) masks of the worst case per point and of margin PGD alone (row i: radii[i]), the
+    ensemble's result (per-attack masks, attribution) and its attack-failure indicators."""
+
+    worst: torch.Tensor
+    pgd: torch.Tensor
+    result: EnsembleResult
+    indicators: dict
+
+
+def robust_points(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], cfg, seed: int, device,
+                  logits=None, positive: torch.Tensor | None = None, check: bool = False) -> Attacked:
+    """Which points (n,) stay correctly classified at each radius, under each attack and in the worst case.
+
+    First ℓ2 margin PGD (Madry et al., as §6.2 says; ``pgd_steps`` steps of ``pgd_step_factor``·δ/steps), radii in
+    increasing order on its survivors: the former protocol's curve, kept beside. Then (``attack="ensemble"``)
+    APGD-CE, APGD-T (the two-logit wrapper [LSE_{J−}, LSE_{J+}] of the read-out: ``logits``/``positive``), DDN and
+    Square on what PGD left, each descending from a point's break radius (probes/ensemble.py, ``frontier``); every
+    adversarial point is re-verified (fresh forward pass, pixels in [0, 1], clipped norm ≤ δ). Both arms of a seed
+    draw from the same "attack" stream with the same budget: a paired comparison, and two identical models get
+    identical masks. ``check``: also run the stronger budget (the convergence indicator) on what the ensemble left.
+    """
+    x, y = x.to(device), y.to(device)
+    kw = dict(event_dims=3, clip=(0.0, 1.0), batch_size=cfg.eval_batch, logits=logits, positive=positive)
+    res = robust_masks_ensemble(score, x, y, radii, budget=attack_budget(cfg), frontier=True,
+                                generator=generator(seed, "attack"), **kw)
+    strong = None
+    if check and cfg.attack == "ensemble":
+        strong = robust_masks_ensemble(score, x, y, radii, budget=attack_budget(cfg, strong=True), start=res.worst,
+                                       frontier=True, generator=generator(seed, "attack-check"), **kw)
+    return Attacked(res.worst.cpu(), res.masks["pgd"].cpu(), res, attack_indicators(res, strong=strong))
 
 
 def score_fn(model, head: str, pos_mask: torch.Tensor):
@@ -62,22 +87,72 @@ def score_fn(model, head: str, pos_mask: torch.Tensor):
 
 
 def measure_robustness(ctx, model, data: ImageData, pos_mask: torch.Tensor, head: str, seed: int,
-                       mask_for_score: torch.Tensor | None = None) -> torch.Tensor:
-    """(1 + R, n) masks of the first ``n_attack`` test images: row 0 clean, then each radius of the grid.
+                       mask_for_score: torch.Tensor | None = None) -> Attacked:
+    """The attack of the first ``n_attack`` test images at [0, *radii] (row 0: clean); the stronger budget's check
+    on the first ``check_seeds`` seeds. Logs each curve (ensemble and margin PGD) and its indicators per seed.
 
     ``mask_for_score``: the J+ mask the read-out uses (the 2-class mask when the k-class arm has coarse labels)."""
     cfg = ctx.cfg
     ypm = (pos_mask[data.y_test].double() * 2 - 1)  # ±1
     n = len(ypm) if cfg.n_attack is None else min(cfg.n_attack, len(ypm))
     model.eval()
-    score = score_fn(model, head, pos_mask if mask_for_score is None else mask_for_score)
-    bar = progress_bar(len(set([0.0, *cfg.radii])), f"PGD {head} seed {seed}")
-    masks = robust_points(score, data.x_test[:n], ypm[:n], [0.0, *cfg.radii], cfg, seed,
-                          next(model.parameters()).device, bar)
-    bar.close()
-    curve = masks[1:].double().mean(-1)
-    ctx.log([(seed, cfg.epochs, f"{head}.robust_acc@{r:g}", float(curve[i])) for i, r in enumerate(cfg.radii)])
-    return masks
+    pm = pos_mask if mask_for_score is None else mask_for_score
+    score = score_fn(model, head, pm)
+    if head == "binary":  # two logits: APGD-T's only target is the other one (the two-logit wrapper)
+        logits, positive = binary_logits(score), torch.tensor([False, True], device="cpu")
+    else:
+        logits, positive = model, pm
+    check = cfg.check_seeds is None or ctx.seeds.index(seed) < cfg.check_seeds
+    att = robust_points(score, data.x_test[:n], ypm[:n], [0.0, *cfg.radii], cfg, seed,
+                        next(model.parameters()).device, logits=logits, positive=positive, check=check)
+    rows = []
+    for name, m in (("robust_acc", att.worst), ("pgd_robust_acc", att.pgd)):
+        curve = m[1:].double().mean(-1)
+        rows += [(seed, cfg.epochs, f"{head}.{name}@{r:g}", float(curve[i])) for i, r in enumerate(cfg.radii)]
+    rows += [(seed, cfg.epochs, f"{head}.attack.{k}", v) for k, v in indicator_values(att.indicators).items()]
+    ctx.log(rows)
+    return att
+
+
+def indicator_values(ind: dict) -> dict[str, float]:
+    """The indicators of one curve as numbers: each check's value (the size of the failure) and ``flagged`` (how
+    many checks failed); NaN for a check not run."""
+    c = ind["checks"]
+
+    def val(k, f=float):
+        return f(c[k]["value"]) if k in c else math.nan
+    return {"eps0_gap": val("eps0_clean"), "monotone_rise": val("monotone"), "acc_at_large_radius": val("reaches_zero"),
+            "unverified": val("verified", lambda v: float(sum(v.values()))), "zero_grad_share": val("zero_gradient"),
+            "masking_gap": val("masking", lambda v: max(v.values())), "convergence_drop": val("convergence"),
+            "flagged": float(len(ind["flagged"]))}
+
+
+def record_attacks(ctx, atts: dict[str, list[Attacked]]) -> bool | None:
+    """summary.json: per arm, the worst value of each indicator over its seeds' curves (metrics
+    ``<arm>.attack.<indicator>``) and a note naming the flagged checks; the per-point attribution table as
+    attacks.parquet beside metrics.parquet. Returns whether every curve passed every check (None: no curve)."""
+    ok, lines, frames = [], [], []
+    for h, lst in atts.items():
+        if not lst:
+            continue
+        vals = [indicator_values(a.indicators) for a in lst]
+        for k in vals[0]:
+            v = [x[k] for x in vals if not math.isnan(x[k])]
+            ctx.metric(f"{h}.attack.{k}", (sum(v) if k in ("unverified", "flagged") else max(v)) if v else math.nan)
+        flags = sorted({f for a in lst for f in a.indicators["flagged"]})
+        checked = sum("convergence" in a.indicators["checks"] for a in lst)
+        ok.append(not flags)
+        lines.append(f"{h}: {', '.join(flags) if flags else 'none flagged'} ({len(lst)} curves; stronger budget on "
+                     f"{checked})")
+        for s, a in zip(ctx.seeds, lst):
+            frames.append(a.result.attribution().drop(columns="replica").assign(arm=h, seed=s))
+    if not ok:
+        return None
+    ctx.note("attack-failure indicators (ε=0 = clean, monotone, a large ε reaches 0 %, re-verified, zero gradient, "
+             "masking, stronger budget): " + "; ".join(lines))
+    if frames:
+        pd.concat(frames, ignore_index=True).to_parquet(ctx.dir / ATTRIBUTION, index=False)
+    return all(ok)
 
 
 @torch.no_grad()
@@ -156,6 +231,19 @@ def pooled_units(masks: dict[str, list[torch.Tensor]]) -> tuple[torch.Tensor, to
         m10.append(a[1:, keep])
         m2.append(b[1:, keep])
     return torch.cat(m10, 1).double(), torch.cat(m2, 1).double()
+
+
+def pgd_comparison(ctx, pgd: dict[str, list[torch.Tensor]]) -> None:
+    """The claims' measurements on margin PGD's curves alone (metrics beside the ensemble's, for the docs)."""
+    M, B = pooled_units(pgd)
+    if not M.shape[1]:
+        return
+    mean_gap, min_gap, _ = comparison(ctx.cfg.radii, {"multiclass": M.mean(1)[None], "binary": B.mean(1)[None]})
+    ctx.metric("both_correct.pgd_mean_gap_pp", mean_gap)
+    ctx.metric("both_correct.pgd_min_gap_pp", min_gap)
+    for h, m in pgd.items():
+        for i, r in enumerate(ctx.cfg.radii):
+            ctx.metric(f"{h}.pgd_robust_acc@{r:g}", torch.stack([p[1 + i].double().mean() for p in m]).mean())
 
 
 def _min_of_means(*gaps: np.ndarray) -> float:

@@ -25,10 +25,12 @@ from ...data.embeddings import embedding_split
 from ...errors import DataError
 from ...nn.twolayer import EnsembleTwoLayer, block_readout, logit_margin_readout, signed_readout
 from ...runs.registry import experiment
+from ...runs.resources import embedding_needs
 from ...train.loop import train
 from ...train.objectives import cross_entropy, logistic
 from ...utils import generator, torch_threads
 from . import measures
+from .diagnoses import diagnosed
 from .embeddings_claims import ASSUMPTIONS, CLAIMS, DECOUPLED, FINE_SHUFFLED, LARGE_INIT, UNTRAINED
 
 
@@ -46,8 +48,10 @@ class FAEmbeddingsConfig(ExperimentConfig):
         "fine", description="labels of the k-class head: 'fine' (§6.1) or 'shuffled' (the 'fine-shuffled' control: "
         "each image's fine label re-drawn at random within its coarse class, once per seed)")
     h: int = Field(3, ge=1, description="neurons per class of the 10-class head; also the 2-class head's grouping")
-    center: bool = Field(True, description="subtract the training mean embedding [paper silent]")
-    optimizer: Literal["adam", "gd"] = Field("adam", description="full-batch optimiser of the heads [paper silent]")
+    center: bool = Field(True, description="subtract the training mean embedding [paper silent]",
+                         json_schema_extra={"range": [True, False]})
+    optimizer: Literal["adam", "gd"] = Field("adam", description="full-batch optimiser of the heads [paper silent]",
+                                             json_schema_extra={"range": ["adam", "gd"]})
     lr: float = Field(1e-2, gt=0, description="learning rate")
     steps: int = Field(300, ge=0, description="full-batch steps (0: the heads at their init, the 'untrained' "
                        "control)")
@@ -64,6 +68,12 @@ class FAEmbeddingsConfig(ExperimentConfig):
               "e.g. width=30 h=3")
         check(len(set(self.positive)) == len(self.positive) > 0, "positive", "must list distinct classes")
         return self
+
+    def estimate(self) -> list:
+        """Both heads per seed, full batch: the embeddings (N × D; 8×8 digits, or a file's size at 4 bytes a value)
+        and each head's (E, N, width) activations; the embeddings file it reads."""
+        return embedding_needs(self, "digits" if self.embeddings == "digits" else self.embeddings, self.width,
+                               heads=2, steps=self.steps)
 
 
 @dataclass
@@ -86,7 +96,7 @@ class _Task:
 @experiment("fa-embeddings", paper="feature-averaging", reference="Fig 2c/2d, Fig 10 (§6.1)",
             summary="two-layer heads on image embeddings: 2-class labels average class features, 10-class labels "
                     "decouple them",
-            config=FAEmbeddingsConfig, claims=CLAIMS,
+            config=FAEmbeddingsConfig, claims=diagnosed(CLAIMS, "fa-embeddings"),
             controls=[FINE_SHUFFLED, LARGE_INIT, UNTRAINED], assumptions=ASSUMPTIONS,
             presets={"quick": {"seeds": 4, "cpu_threads": 1},
                      "paper": {"seeds": 5, "embeddings": "cifar10_clip_vitb32.npz"}},

@@ -76,16 +76,23 @@ def coefficient_proxy(W: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
 
 
 def thm46_distance(model, mu: torch.Tensor, positive: torch.Tensor, m: int, *, starts: torch.Tensor,
-                   steps: int = 100) -> dict[str, torch.Tensor]:
+                   steps: int = 100, d: int | None = None) -> dict[str, torch.Tensor]:
     """Thm 4.6: inf_C sup_{‖x‖=√d} |C f_FA(x) − f_θ(x)|, with C = λ/d for the common least-squares λ.
 
     Returns an upper bound U = Σ_s (1/m) Σ_r (√d ‖w_{s,r} − λ v_s‖ + |b_{s,r}|) (ReLU is 1-Lipschitz), an
     optimised lower estimate of the sup (projected gradient ascent on the sphere from ``starts``, (E, S, d)),
     and the scale sup |C f_FA| = C √d max_s ‖Σ_{J_s} μ_j‖ for a relative reading.
+
+    ``d``: the input dimension when the vectors are reduced coordinates (:mod:`.gram`; default W.shape[-1]). Both
+    f_θ and f_FA read x only through its projection on V = span(W, μ), so the sup over the sphere of radius √d
+    in R^d is the sup over the ball of radius √d in V, the same in any coordinates of dimension > dim V; the
+    ascent moves x along V and rescales the rest, so it depends on a start only through its projection on V and
+    the norm of the remainder: starts that are rows of the joint Gaussian draw give the explicit search's law.
     """
     W = model.W.detach()
     b = model.b.detach() if model.b is not None else torch.zeros(W.shape[:2], dtype=W.dtype, device=W.device)
-    E, M, d = W.shape
+    E, M, D = W.shape
+    d = D if d is None else d
     groups = in_class_mask(positive, m, M - m).T  # (M, k): neuron (s, r) ↔ J_s
     v = target_directions(mu, groups)
     lam = (W * v).sum((-1, -2)) / v.pow(2).sum((-1, -2))  # (E,) common λ over all neurons

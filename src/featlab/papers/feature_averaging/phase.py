@@ -34,9 +34,11 @@ from numpy.typing import ArrayLike
 from pydantic import Field
 
 from ...nn.twolayer import binary_readout, sign_prediction
-from ...probes.robustness import critical_radius, worst_case
+from ...probes.certify import robust_interval
+from ...probes.robustness import worst_case
 from ...runs.claims import Assumption, AtMost, Claim, Control, Within
 from ...runs.registry import experiment
+from ...runs.uncertainty import Bracket
 from ...train.loop import TrainResult
 from ...utils import generator, torch_threads
 from . import assumptions, attacks, measures
@@ -92,13 +94,16 @@ def regime(cfg: FAPhaseConfig, k: int, d: int) -> dict[str, bool]:
 
 
 def _critical(cfg: FAPhaseConfig, seeds, dist, te, net, positive, radii: list[float], tag: str) -> torch.Tensor:
-    """(E,) critical radius: 50 % of the worst case over the attack ensemble (fa-synthetic's measure)."""
+    """(E, 2) critical radius, [certified, attacked]: where robust accuracy falls below 50 % on the certified curve
+    (the binary net's exact distances, the k-class net's certified bound) and on the attacked one (fa-synthetic's
+    interval, attacks.distance_bounds)."""
     tgt = attacks.target(net, te.x, cfg.softplus_temperature, positive)
     cert = attacks.certified_radius(net, tgt.score, te.x, te.y, kclass=positive is not None)
     pgd = dict(steps=cfg.pgd_steps, step_size_factor=cfg.pgd_step_factor, random_start_=cfg.pgd_random_start,
                restarts=cfg.pgd_restarts, certified=cert, generators=[generator(s, f"attack/{tag}") for s in seeds])
-    acc = worst_case(attacks.ensemble(tgt, dist, te, radii, cfg.attacks, pgd)).to(te.x.dtype).mean(-1)  # (R, E)
-    return critical_radius(radii, acc)
+    worst = worst_case(attacks.ensemble(tgt, dist, te, radii, cfg.attacks, pgd))
+    b = attacks.distance_bounds(net, te, radii, worst, positive)
+    return robust_interval(radii, b.lower, b.upper).critical.to(te.x.dtype)
 
 
 def _measure(ctx, cfg: FAPhaseConfig, k: int, d: int) -> tuple[dict[str, torch.Tensor], tuple[TrainResult, ...]]:
@@ -113,7 +118,7 @@ def _measure(ctx, cfg: FAPhaseConfig, k: int, d: int) -> tuple[dict[str, torch.T
         k_acc = (sign_prediction(binary_readout(knet(te.x), dist.positive)) == te.y).to(dtype).mean(-1)
     grid = np.linspace(0, 1, cfg.n_radii)
     nan = torch.full_like(b_acc, float("nan"))
-    rb = rk = nan
+    rb = rk = torch.stack([nan, nan], -1)
     if ctx.judges("fa.phase_binary_exponent"):
         rb = _critical(cfg, seeds, dist, te, bnet, None, [float(2 * t * (d / k) ** 0.5) for t in grid], "binary")
     if ctx.judges("fa.phase_kclass_exponent"):
@@ -121,8 +126,10 @@ def _measure(ctx, cfg: FAPhaseConfig, k: int, d: int) -> tuple[dict[str, torch.T
                        [float(1.6 * t * (d / 2) ** 0.5) for t in grid], "multiclass")
     out = {"binary.clean_acc": b_acc, "multiclass.clean_acc": k_acc,
            "binary.cos_in_class_mean": st["cos_in_class_mean"],
-           "binary.critical_radius": rb if b_acc.min() >= cfg.min_clean else nan,
-           "multiclass.critical_radius": rk if k_acc.min() >= cfg.min_clean else nan}
+           "binary.critical_radius": rb[:, 1] if b_acc.min() >= cfg.min_clean else nan,
+           "multiclass.critical_radius": rk[:, 1] if k_acc.min() >= cfg.min_clean else nan,
+           "binary.critical_radius_certified": rb[:, 0] if b_acc.min() >= cfg.min_clean else nan,
+           "multiclass.critical_radius_certified": rk[:, 0] if k_acc.min() >= cfg.min_clean else nan}
     out["binary.cos_ratio"] = out["binary.cos_in_class_mean"] * math.sqrt(k / 2)  # Thm 4.5 (2): 1/√(k/2)
     out["binary.radius_ratio"] = out["binary.critical_radius"] / math.sqrt(d / k)  # Thm 4.5 (3)
     out["multiclass.radius_ratio"] = out["multiclass.critical_radius"] / math.sqrt(d / 2)  # Thm 4.7 (3)
@@ -256,6 +263,10 @@ def fa_phase(ctx) -> None:
         ctx.metric(f"{net}.radius_exponent_ci_lo", lo)
         ctx.metric(f"{net}.radius_exponent_ci_hi", hi)
         ctx.note(f"{net}: fitted exponent {slope:.3f} (95 % interval [{lo:.3f}, {hi:.3f}]; theory 0.5)")
+    for net, xs in (("binary", [d / k for k, d in keys]), ("multiclass", ds)):  # the interval's lower side
+        low = loglog_fit(xs, [cells[c][f"{net}.critical_radius_certified"] for c in keys])[0]
+        ctx.metric(f"{net}.radius_exponent_certified", low)
+        ctx.note(f"{net}: fitted exponent on the certified radii {low:.3f}")
     ctx.metric("multiclass.radius_exponent_d", joint[0])
     ctx.metric("multiclass.radius_exponent_k", joint[1])
     ctx.note(f"multiclass, joint fit: exponent of d {joint[0]:.3f}, of k {joint[1]:.3f} (theory 0.5, 0)")
@@ -264,9 +275,10 @@ def fa_phase(ctx) -> None:
     ratios = [per[c]["binary.cos_ratio"] for c in keys]
     ctx.claim("fa.phase_cos_everywhere", max((float((r - 1).abs().max()) for r in ratios), default=math.nan))
     arr = lambda name: tuple(per[c][name].double().cpu().numpy() for c in keys)  # per seed, one array per cell
-    rb = arr("binary.critical_radius")
-    ctx.claim("fa.phase_binary_exponent", fits["binary"][0], samples=rb or None,
-              statistic=_slope([d / k for k, d in keys]))  # seeds resampled jointly over the cells
-    rk = arr("multiclass.critical_radius")
-    ctx.claim("fa.phase_kclass_exponent", _kclass_dev(ks, ds)(*rk), samples=rk or None,
-              statistic=_kclass_dev(ks, ds))
+    # seeds resampled jointly over the cells; judged on both sides of each radius' interval (certified, attacked)
+    rb, rbc = arr("binary.critical_radius"), arr("binary.critical_radius_certified")
+    ctx.claim("fa.phase_binary_exponent", fits["binary"][0], samples=Bracket(rbc, rb) if rb else None,
+              statistic=_slope([d / k for k, d in keys]), unit="seeds, certified to attacked")
+    rk, rkc = arr("multiclass.critical_radius"), arr("multiclass.critical_radius_certified")
+    ctx.claim("fa.phase_kclass_exponent", _kclass_dev(ks, ds)(*rk), samples=Bracket(rkc, rk) if rk else None,
+              statistic=_kclass_dev(ks, ds), unit="seeds, certified to attacked")

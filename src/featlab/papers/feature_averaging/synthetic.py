@@ -11,11 +11,14 @@ import torch
 
 from ... import plotting
 from ...nn.twolayer import binary_readout, sign_prediction
+from ...probes.certify import robust_interval
 from ...probes.robustness import critical_radius, worst_case
 from ...runs.registry import experiment
 from ...utils import generator, progress_bar
 from . import attacks, measures
+from .assumptions import THEORY
 from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
+from .diagnoses import diagnosed
 from .synthetic_claims import (
     ASSUMPTIONS,
     CLAIMS,
@@ -34,10 +37,11 @@ from .synthetic_claims import (
     config=FASyntheticConfig,
     controls=CONTROLS, assumptions=ASSUMPTIONS,
     presets={"paper": {"seeds": 5, "long_eta": 1e-3, "long_T": 10000},
-             "quick": {"seeds": 4, "n_test": 500, "pgd_steps": 20, "thm46_starts": 16, "thm46_steps": 50}},
+             "quick": {"seeds": 4, "n_test": 500, "pgd_steps": 20, "thm46_starts": 16, "thm46_steps": 50},
+             "theory": THEORY},  # Assumption 4.3 at k = 4 but n: the Gram simulation and the flow (assumptions.py)
     tiny={"seeds": 1, "k": 4, "d": 32, "m": 2, "n": 60, "n_test": 20, "T": 5, "radii": [0, 2], "pgd_steps": 2,
           "thm46_starts": 2, "thm46_steps": 2, "long_T": 20, "long_eta": 0.1},
-    claims=CLAIMS)
+    claims=diagnosed(CLAIMS, "fa-synthetic"))
 def fa_synthetic(ctx) -> None:
     cfg: FASyntheticConfig = ctx.cfg
     seeds = ctx.seeds
@@ -63,9 +67,21 @@ def fa_synthetic(ctx) -> None:
                  + (" (< 1 pt: converged)" if max(metrics[f"{net}.convergence_change"] for net in checked) < 0.01
                     else " — NOT converged: raise pgd_steps / pgd_restarts; the claims on these curves are "
                          "unverified"))
+    for net in (n for n in ("binary", "multiclass") if f"{n}.exact_share" in metrics):
+        ctx.note(_interval_note(net, metrics, len(seeds)))
     if not ctx.is_control:
         _draw(ctx, cfg, bcos, kcos, curves)
     judge(ctx, cfg, metrics, per, bres, long)
+
+
+def _interval_note(net: str, m: dict, E: int) -> str:
+    """How exact the net's robust-accuracy curve is, and how far the attack ensemble alone was from it."""
+    mean = lambda v: float(v.double().mean()) if isinstance(v, torch.Tensor) else float(v)
+    share, width = mean(m[f"{net}.exact_share"]), m[f"{net}.interval_width_max"]
+    return (f"{net} robust accuracy: exact distance for {100 * share:.1f} % of the test points; interval [certified, "
+            f"attacked] at most {100 * width:.1f} pts wide; the attack ensemble alone left "
+            f"{mean(m[f'{net}.ensemble_points_above']):.1f} points per seed robust at a radius where they are not "
+            f"(at most {100 * m[f'{net}.ensemble_excess_max']:.1f} pts of accuracy too high), mean of {E} seeds")
 
 
 # ------------------------------------------------------------------------------------------ measuring
@@ -124,48 +140,70 @@ def _clean_accuracy(dist, tr, te, bnet, knet):
 def _thm46(cfg: FASyntheticConfig, seeds, dist, tr, bnet) -> dict[str, torch.Tensor]:
     """Thm 4.6: sup-distance of the binary net to C·f_FA on the sphere of radius √d, searched from random starts
     and from training points."""
-    rand = torch.stack([torch.randn(cfg.thm46_starts, cfg.d, generator=generator(s, "thm46"), dtype=torch.float64,
-                                    device="cpu") for s in seeds])  # each replica from its own (CPU) stream
+    if dist.gaussians is not None:  # a Gram simulation: the starts are rows of its joint Gaussian draw (gram.py)
+        rand = dist.gaussians["thm46"]
+    else:
+        rand = torch.stack([torch.randn(cfg.thm46_starts, cfg.d, generator=generator(s, "thm46"),
+                                        dtype=torch.float64, device="cpu") for s in seeds])  # each from its own stream
     starts = torch.cat([rand.to(tr.x.device, tr.x.dtype), tr.x[:, : cfg.thm46_starts]], 1)
-    t46 = measures.thm46_distance(bnet, dist.mu, dist.positive, cfg.m, starts=starts, steps=cfg.thm46_steps)
+    t46 = measures.thm46_distance(bnet, dist.mu, dist.positive, cfg.m, starts=starts, steps=cfg.thm46_steps,
+                                  d=dist.d)
     return {"binary.thm46_bound": t46["bound"], "binary.thm46_estimate": t46["estimate"],
             "binary.thm46_scale": t46["scale"], "binary.thm46_relative": t46["estimate"] / t46["scale"],
             "binary.thm46_bound_relative": t46["bound"] / t46["scale"]}
 
 
 def _robustness(cfg: FASyntheticConfig, seeds, dist, te, bnet, knet, which=("binary", "multiclass")):
-    """Robust test accuracy (R, E) of both nets at every radius per attack and in the worst case ("worst"), and
-    the convergence check (twice the PGD steps and restarts at the transition radii); a net not in ``which`` is not
-    attacked (NaN curves: a control that judges none of its claims). Every random draw comes from the replica's own
-    (seed, role) stream: a seed gives the same curve alone as inside a batch."""
+    """Robust test accuracy (R, E) of both nets at every radius: per attack of the ensemble, the ensemble's worst
+    case ("ensemble"), and the interval around the truth — "certified" below (the binary net's exact distance, the
+    k-class net's certified bound) and "worst" above (every verified adversarial point: the ensemble's and the exact
+    solver's); plus the convergence check (twice the PGD steps and restarts at the transition radii) and the
+    bounds' bookkeeping. A net not in ``which`` is not attacked (NaN curves: a control that judges none of its
+    claims). Every random draw comes from the replica's own (seed, role) stream: a seed gives the same curve alone
+    as inside a batch."""
     radii = cfg.radius_grid()
-    nets = {"binary": attacks.target(bnet, te.x, cfg.softplus_temperature),
-            "multiclass": attacks.target(knet, te.x, cfg.softplus_temperature, dist.positive)}
-    nets = {net: tgt for net, tgt in nets.items() if net in which}
+    models = {"binary": (bnet, None), "multiclass": (knet, dist.positive)}
+    nets = {net: attacks.target(model, te.x, cfg.softplus_temperature, pos)
+            for net, (model, pos) in models.items() if net in which}
     n_pgd = sum(a in attacks.PGD_ATTACKS for a in cfg.attacks)
     bar = progress_bar(len(nets) * len(radii) * max(n_pgd, 1), "attack radii")
     pgd = dict(steps=cfg.pgd_steps, step_size_factor=cfg.pgd_step_factor, random_start_=cfg.pgd_random_start,
                restarts=cfg.pgd_restarts, progress=bar)
-    cert = {net: attacks.certified_radius(bnet if net == "binary" else knet, tgt.score, te.x, te.y,
-                                          kclass=net == "multiclass") for net, tgt in nets.items()}
+    cert = {net: attacks.certified_radius(models[net][0], tgt.score, te.x, te.y, kclass=net == "multiclass")
+            for net, tgt in nets.items()}
     masks = {net: attacks.ensemble(tgt, dist, te, radii, cfg.attacks,
                                    dict(pgd, certified=cert[net], generators=[generator(s, f"attack/{net}")
                                                                               for s in seeds]))
              for net, tgt in nets.items()}
     bar.close()
     worst = {net: worst_case(mk) for net, mk in masks.items()}
+    bounds = {net: attacks.distance_bounds(models[net][0], te, radii, worst[net], models[net][1]) for net in nets}
+    ivs = {net: robust_interval(radii, b.lower, b.upper) for net, b in bounds.items()}
     dt = te.x.dtype
     nan = torch.full((len(radii), len(seeds)), float("nan"), dtype=dt, device=te.x.device)
     acc = lambda net, mk: mk.to(dt).mean(-1) if net in masks else nan
-    curves: dict[str, tuple[torch.Tensor, torch.Tensor]]  # per attack, then "worst"
-    curves = {a: tuple(acc(net, masks[net][a] if net in masks else None)  # type: ignore[misc]
-                       for net in ("binary", "multiclass")) for a in cfg.attacks}
-    curves["worst"] = tuple(acc(net, worst.get(net)) for net in ("binary", "multiclass"))  # type: ignore[assignment]
+    pair = lambda f: tuple(f(net) if net in nets else nan for net in ("binary", "multiclass"))
+    curves: dict[str, tuple[torch.Tensor, torch.Tensor]]  # per attack, the ensemble, then the interval
+    curves = {a: pair(lambda net, a=a: acc(net, masks[net][a])) for a in cfg.attacks}  # type: ignore[misc]
+    curves["ensemble"] = pair(lambda net: acc(net, worst[net]))  # type: ignore[assignment]
+    curves["certified"] = pair(lambda net: ivs[net].certified.to(dt))  # type: ignore[assignment]
+    curves["worst"] = pair(lambda net: ivs[net].attacked.to(dt))  # type: ignore[assignment]
     conv: dict[str, torch.Tensor | float]
     conv = {f"{net}.certified_radius_median": c.median(-1).values for net, c in cert.items()}
+    r = torch.as_tensor(radii, dtype=torch.float64, device=te.x.device)[:, None, None]
+    for net, b in bounds.items():  # how far the ensemble alone is from the truth, and how wide the interval is
+        conv[f"{net}.exact_share"] = b.exact.to(dt).mean(-1)
+        left = (worst[net] & (b.upper[None] <= r)).any(0)  # the ensemble left robust at a radius where it is not
+        conv[f"{net}.ensemble_points_above"] = left.to(dt).sum(-1)
+        i = ("binary", "multiclass").index(net)
+        conv[f"{net}.ensemble_excess_max"] = float((curves["ensemble"][i] - curves["worst"][i]).mean(-1).max())
+        conv[f"{net}.interval_width_max"] = float((ivs[net].attacked - ivs[net].certified).mean(-1).max())
     if cfg.convergence_check:
         pgd.update(progress=None)
         for net, tgt in nets.items():
+            if bool(bounds[net].exact.all()):  # the exact curve needs no search to converge
+                conv[f"{net}.convergence_change"], conv[f"{net}.convergence_radii_checked"] = 0.0, 0
+                continue
             gens = [generator(s, f"attack/{net}/convergence") for s in seeds]
             change, n_r = attacks.convergence_change(tgt, dist, te, radii, cfg.attacks,
                                                      dict(pgd, certified=cert[net], generators=gens), worst[net])
@@ -192,13 +230,15 @@ def _draw(ctx, cfg: FASyntheticConfig, bcos, kcos, curves) -> None:
         (kcos.mean(0).cpu().numpy(), f"(b) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
         f"Feature averaging vs decoupling (k={k}, d={d}, m={cfg.m}, n={cfg.n}, η={cfg.eta:g}, T={cfg.T})"),
         "fig2ab_cosine")
-    (b_w, k_w) = curves["worst"]
-    paper_ok = (k, d) == (10, 3072)
+    (b_w, k_w), (b_c, k_c) = curves["worst"], curves["certified"]
+    exact, paper_ok = bool((b_w == b_c).all()), (k, d) == (10, 3072)
     lines = [
-        dict(label="2-class labels (worst case)", mean=b_w.mean(1), std=b_w.std(1, correction=0), color=plotting.RED,
+        dict(label=f"2-class labels ({'exact' if exact else 'attacked'})", mean=b_w.mean(1),
+             std=b_w.std(1, correction=0), color=plotting.RED, lower=None if exact else b_c.mean(1),
              paper=(PAPER_FIG3_RADII, PAPER_FIG3_BINARY) if paper_ok else None),
-        dict(label=f"{k}-class labels (worst case)", mean=k_w.mean(1), std=k_w.std(1, correction=0),
-             color=plotting.BLUE, paper=(PAPER_FIG3_RADII, PAPER_FIG3_KCLASS) if paper_ok else None)]
+        dict(label=f"{k}-class labels (attacked)", mean=k_w.mean(1), std=k_w.std(1, correction=0),
+             color=plotting.BLUE, lower=k_c.mean(1),
+             paper=(PAPER_FIG3_RADII, PAPER_FIG3_KCLASS) if paper_ok else None)]
     if "pgd" in curves:  # margin PGD alone: the gap to the worst case is what masking hides
         lines += [dict(label="2-class labels (margin PGD alone)", mean=curves["pgd"][0].mean(1), color=plotting.RED,
                        style="--"),

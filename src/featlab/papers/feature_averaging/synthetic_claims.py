@@ -13,6 +13,7 @@ import torch
 
 from ...probes.robustness import critical_radius
 from ...runs.claims import AtLeast, AtMost, Claim, Control, Within
+from ...runs.uncertainty import Bracket
 from . import assumptions
 
 # Fig 3 (left), read off the paper's figure (±1 point): robust accuracy (%) at these radii.
@@ -71,13 +72,13 @@ CLAIMS = [
           "on the proof's bound U = Σ_s (1/m) Σ_r (√d‖w_{s,r} − λv_s‖ + |b_{s,r}|) ≥ the sup (binary.thm46_bound), "
           "the side hardest to pass; the gradient-ascent lower estimate (binary.thm46_relative) is reported beside "
           "it, and estimate ≤ U is a test"),
-    Claim("fa.binary_breaks", "binary net's robust accuracy (worst case over the attack ensemble) falls below 50% "
+    Claim("fa.binary_breaks", "binary net's robust accuracy (exact: certified = attacked) falls below 50% "
           "near √(d/k)", "Thm 4.5 (3)",
           Within(lo=0.6, hi=1.4, of="√(d/k)"),
           why="the exact f_FA flips at √(d/k) along the averaged direction (derived; the paper's sufficient radius "
               "2(1+c)√(d/k) is loose); the paper's Fig 3 crosses 50 % at ≈ 0.88·√(d/k)"),
-    Claim("fa.kclass_holds", "{k}-class net's robust accuracy (worst case over the attack ensemble) holds to ≈ "
-          "√(d/2)", "Thm 4.7 (3)",
+    Claim("fa.kclass_holds", "{k}-class net's robust accuracy (interval: certified bound to the attack ensemble) "
+          "holds to ≈ √(d/2)", "Thm 4.7 (3)",
           Within(lo=0.7, hi=1.2, of="√(d/2)"),
           why="the cheapest flip moves x to the midpoint of μ_j and a μ_l of the other class: ‖ρ‖ = √(d/2); the "
               "paper's Fig 3 crosses 50 % at ≈ 0.96·√(d/2)"),
@@ -119,7 +120,7 @@ CONTROLS = [
             premise="labels that are a function of the cluster (Def 3.1: y = +1 iff j ∈ J+)",
             trained=("binary.train_acc", "multiclass.train_acc_kclass")),
 ]
-ASSUMPTIONS = assumptions.synthetic()
+ASSUMPTIONS = assumptions.synthetic(theory=True)  # with the theory preset's premises
 
 
 def _paper_critical_radius(acc_percent: list[float]) -> float:
@@ -194,6 +195,7 @@ def judge(ctx, cfg, m: dict, per: dict, bres, long) -> None:
     for net, (cid, unit, paper) in radius.items():
         if not ctx.judges(cid):  # not attacked under this control
             continue
-        r = m[f"{net}.critical_radius"]
-        ctx.claim(cid, mean(r), samples=r, scale=m[unit], converged=_converged(m, net),
+        r = m[f"{net}.critical_radius"]  # judged on both sides: certified (or exact) below, attacked above
+        ctx.claim(cid, mean(r), samples=Bracket(m[f"{net}.critical_radius_certified"], r), scale=m[unit],
+                  unit="seeds, certified to attacked", converged=_converged(m, net),
                   paper_value=_paper_critical_radius(paper) if paper_ok else None)

@@ -24,7 +24,9 @@ from typing import overload
 
 import torch
 
+from ...config import Need
 from ...data.base import Batch
+from ...runs.resources import item, tensor, work
 from ...utils import cpu_draws, generator, per_replica
 
 
@@ -104,6 +106,11 @@ class MultiViewDistribution:
 
     def __post_init__(self):
         assert self.P >= 2 * self.C_P and self.Q < self.k and self.delta1 <= self.delta2 / 2
+
+    @staticmethod
+    def training_needs(cfg) -> list[Need]:
+        """Memory and work of mm-multiview's training on these data, before any is drawn (``multiview_needs``)."""
+        return multiview_needs(cfg)
 
     @classmethod
     def create(cls, seeds: list[int], k: int, P: int, **params) -> MultiViewDistribution:
@@ -221,3 +228,55 @@ def compress_patches(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         keep.append(p)
         mult.append(int(same.sum()))
     return x[..., keep, :].contiguous(), torch.tensor(mult, dtype=x.dtype, device=x.device)
+
+
+# ------------------------------------------------------------------------------------------ memory and work
+_PAIR_BLOCK = 1 << 17  # the all-pairs kernel's cap on one block's activations per replica (pairs.py)
+
+
+def patch_net_needs(cfg, *, E: int, k: int, N: int, P: int, m: int, steps: dict[str, int], tag: str = "",
+                    fields: tuple[str, ...] = ("seeds", "N"), shape: tuple[str, str] = ("P", "m")) -> list[Need]:
+    """Memory and work of training the Def 4.2 patch CNN on E replicas of N Def 4.1 points (``steps``: GD steps of
+    each method; methods train one after another). The reduced simulation holds points in the 2k feature
+    coordinates (d is only a scale); ``simulation=full`` holds them, and W, in R^d. ``fields`` size E and N;
+    ``shape`` names the fields setting P and m (none when they follow from k)."""
+    it, M = item(cfg.dtype), k * m
+    dim = 2 * k if getattr(cfg, "simulation", "reduced") == "reduced" else int(cfg.d)
+    n_test = k * int(cfg.n_test_per_class)
+    # training sees the merged patches (compress_patches): 2C_P signal patches and one of feature noise
+    Pc = P if cfg.positions == "random" or cfg.gamma_law == "per-patch" else min(P, 2 * int(cfg.C_P) + 1)
+    pairs = min(int(cfg.chunk), N * N, max(1, _PAIR_BLOCK // (Pc * M)))  # one block of the pair grid
+    mixing = [s for meth, s in steps.items() if meth != "erm"]
+    needs = [
+        tensor(f"{tag}{E} replicas × N={N} points × P={P} patches × {dim} coordinates (float64 draws and their "
+               f"cast), and the test set's {n_test} points twice", fields + shape[:1], E, N + 2 * n_test, P, dim,
+               itemsize=8 + it),
+        tensor(f"{tag}pre-activations E×N×P'×km = {E}×{N}×{Pc}×{M}, with their gradient and autograd's saved values",
+               fields + shape[1:], E, N, Pc, M, itemsize=it, copies=6),
+        tensor(f"{tag}one block of the all-pairs grid: {E} × {pairs} pairs × {Pc}×{M} activations", ("chunk",),
+               E, pairs, Pc, M, itemsize=it, copies=6 if mixing else 0)]
+    if dim > 2 * k:
+        needs.append(tensor(f"{tag}W ∈ R^(km×d) per replica, with its gradient", ("d", "m"), E, M, dim, itemsize=it,
+                            copies=3))
+    per_pt = 6.0 * Pc * dim * M + 20.0 * Pc * M  # GD step: the patch products forward and back, ReLU~ and its slope
+    # a dozen elementwise passes over the mixed activations and the k read-outs, ≈ 200 flop-equivalents each at the
+    # rate a matmul reaches (docs/performance.md: 10 ms per step for 1.5 M pair activations); pairs i ≤ j
+    per_pair = Pc * M * (200.0 + 2 * k)
+    flops = sum(s * E * (N * per_pt + (N * (N + 1) / 2 * per_pair * int(cfg.lam_draws) if meth != "erm" and
+                                         cfg.pairs == "all" else N * per_pair)) for meth, s in steps.items())
+    needs.append(work(f"{tag}{sum(steps.values())} GD steps of {', '.join(steps)} over {E} × N={N} (N² pairs)",
+                      ("steps", *fields), flops, sum(steps.values())))
+    return needs
+
+
+def multiview_needs(cfg) -> list[Need]:
+    """mm-multiview: its methods for ``steps`` (ERM and Midpoint on to ``long_steps``), and Prop 4.4's linear
+    program over prop44_N points (App. C.3; scipy's sparse LP built from Python lists)."""
+    extra = max(0, int(cfg.long_steps) - int(cfg.steps))
+    steps = {m: int(cfg.steps) + (extra if m != "mixup" else 0) for m in cfg.methods}
+    needs = patch_net_needs(cfg, E=int(cfg.seeds), k=int(cfg.k), N=int(cfg.N), P=int(cfg.P), m=int(cfg.m),
+                            steps=steps)
+    entries = float(cfg.prop44_N) * (cfg.k - 1) * (4 * cfg.k + 1)
+    needs.append(Need(f"Prop 4.4's linear program: {entries:.3g} entries held as Python lists", ("prop44_N", "k"),
+                      bytes=100 * entries, flops=1e3 * entries))
+    return needs

@@ -15,15 +15,17 @@ import numpy as np
 import torch
 from pydantic import Field, model_validator
 
-from ...config import ExperimentConfig, check
+from ...config import ExperimentConfig, Need, check
 from ...nn.activations import identity
 from ...nn.twolayer import EnsembleTwoLayer, block_readout
 from ...runs.claims import AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
+from ...runs.resources import item, tensor, work
 from ...train.loop import record
 from ...utils import Replicas
 from . import plots as plots_mm
 from .data import LinearMultiView
+from .diagnoses import MM_LINEAR, with_diagnoses
 from .losses import beta_entropy, erm_loss, midpoint_all_pairs_loss, mixup_all_pairs_loss, mixup_infimum
 
 
@@ -67,6 +69,17 @@ class LinearConfig(ExperimentConfig):
         check(all(c > 0 for c in self.grad_C), "grad_C", "must hold C > 0")
         check(self.starve_C in self.grad_C, "starve_C", f"must be one of grad_C = {self.grad_C}; got {self.starve_C}")
         return self
+
+    def estimate(self) -> list[Need]:
+        """Lemma 3.2 / Prop 3.3: J over N² pairs for every scale and Beta node; Props 3.4/3.5: N = points × k."""
+        it, E, k, N = item(self.dtype), self.seeds * len(self.scales), self.k, self.N
+        Ng = self.grad_points_per_class * max(self.grad_ks)
+        pairs = E * N * N * k * (1 + len(self.beta_params) * self.quad_nodes) + len(self.grad_C) * Ng * Ng * Ng
+        return [tensor(f"{E} replicas (seeds × scales) × N={N} points", ("N", "seeds", "scales"), E, N, 2 * k + k,
+                       itemsize=it, copies=4),
+                tensor(f"k-class fits over N = {Ng} points", ("grad_points_per_class", "grad_ks"), len(self.grad_C),
+                       Ng, 3 * max(self.grad_ks), itemsize=it, copies=4),
+                work(f"the all-pairs losses over N² = {N * N} pairs", ("N", "quad_nodes"), 30.0 * pairs, 100)]
 
 
 # Prop 3.4's constant, from its proof (App. C.2, Eqs. C.5/C.6): the ordered pairs of class y with ONE competing
@@ -307,7 +320,7 @@ def _draw(ctx, cfg: LinearConfig, m: dict) -> None:
     "mm-linear", paper="midpoint-mixup", reference="§3: Lemma 3.2, Props 3.3–3.5",
     summary="linear regime: only equal feature correlations minimise J_MM; Beta Mixup keeps a gap; Midpoint "
             "gradients keep pushing the lagging feature, ERM's vanish",
-    config=LinearConfig, claims=CLAIMS,
+    config=LinearConfig, claims=with_diagnoses(CLAIMS, MM_LINEAR),
     controls=[Control("equal-correlations", {"unequal": 0.0}, "u = 0: the correlations are equal, which Lemma 3.2 "
                       "proves sufficient, so J_MM(γg) reaches its infimum as γ grows", claims=("mm.lemma32_unequal",)),
               Control("point-mass-half", {"beta_params": [math.inf]}, "D_λ = the point mass at ½ (Midpoint Mixup), "

@@ -30,17 +30,18 @@ def erm_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None 
 
 # ------------------------------------------------------------------------------------------ J_MM, Eq. 3.1
 def midpoint_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None = None,
-                            chunk: int = 1 << 14) -> torch.Tensor:
+                            chunk: int = 1 << 14, kernel: str = "auto") -> torch.Tensor:
     """J_MM(g, X) = −1/(2N²) Σ_{i,j ∈ [N]} [log φ_{y_i} + log φ_{y_j}](g(z_ij)) over all N² ordered pairs (Eq. 3.1).
 
     z_ij = z_ji and the summand is symmetric, so the N(N+1)/2 unordered pairs i ≤ j are evaluated once, off-diagonal
-    ones with weight 2 (blocks of at most ``chunk`` pairs, see :func:`.pairs.all_pairs_sum`). It is Eq. 2.2 at
-    λ = ½: ½ log φ_{y_i} + ½ log φ_{y_j} summed over N² pairs and divided by N².
+    ones with weight 2 (blocks of at most ``chunk`` pairs, see :func:`.pairs.all_pairs_sum`, which also explains
+    ``kernel``: fused numba pass on the CPU or the torch reference). It is Eq. 2.2 at λ = ½: ½ log φ_{y_i} +
+    ½ log φ_{y_j} summed over N² pairs and divided by N².
     """
     H = patch_preactivation(model, x)
     half = torch.full((H.shape[0], 1), 0.5, dtype=H.dtype, device=H.device)
     return -all_pairs_sum(model, H, y, half, torch.ones(1, dtype=H.dtype, device=H.device), mult,
-                          symmetric=True, chunk=chunk) / y.shape[1] ** 2
+                          symmetric=True, chunk=chunk, kernel=kernel) / y.shape[1] ** 2
 
 
 def naive_midpoint_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None = None) -> torch.Tensor:
@@ -57,7 +58,7 @@ def naive_midpoint_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Ten
 # ------------------------------------------------------------------------------------------ J_M, Eq. 2.2
 def mixup_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor,
                          weights: torch.Tensor | None = None, mult: torch.Tensor | None = None,
-                         symmetric: bool = True, chunk: int = 1 << 14) -> torch.Tensor:
+                         symmetric: bool = True, chunk: int = 1 << 14, kernel: str = "auto") -> torch.Tensor:
     """J_M(g, X, D_λ) = −1/N² Σ_{i,j} E_λ[λ log φ_{y_i} + (1 − λ) log φ_{y_j}](g(z_ij(λ))) (Eq. 2.2) over all N²
     ordered pairs, with E_λ replaced by the values ``lam`` — (L,) shared or (E, L) per replica — and ``weights``
     (L,) (default 1/L): Monte Carlo draws (unbiased) or quadrature nodes.
@@ -65,6 +66,7 @@ def mixup_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, lam: torch.Ten
     ``symmetric``: D_λ is symmetric about ½ (Beta(a, a)). The ordered pair (j, i) at λ is the same mixed point and
     term as (i, j) at 1 − λ, so E_λ over both equals 2·E_λ over i < j: only the N(N+1)/2 unordered pairs are
     evaluated (exact when the λ set is symmetric, unbiased for draws of a symmetric D_λ). False: all N² pairs.
+    ``kernel``: "auto" | "fused" | "reference", see :func:`.pairs.all_pairs_sum`.
     """
     H = patch_preactivation(model, x)
     E, N = y.shape
@@ -72,7 +74,7 @@ def mixup_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, lam: torch.Ten
     lam = lam.expand(E, -1) if lam.dim() == 1 else lam
     L = lam.shape[1]
     wts = torch.full((L,), 1.0 / L, dtype=H.dtype, device=H.device) if weights is None else weights.to(H)
-    return -all_pairs_sum(model, H, y, lam, wts, mult, symmetric=symmetric, chunk=chunk) / (N * N)
+    return -all_pairs_sum(model, H, y, lam, wts, mult, symmetric=symmetric, chunk=chunk, kernel=kernel) / (N * N)
 
 
 # ------------------------------------------------------------------------------------------ sampled pairs (practice)

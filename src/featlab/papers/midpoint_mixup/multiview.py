@@ -29,6 +29,7 @@ from ...train.mixup import random_pairing, sample_beta
 from ...utils import generator
 from . import plots as plots_mm
 from .data import MultiViewDistribution, compress_patches, embed, orthonormal_features
+from .diagnoses import MM_MULTIVIEW, with_diagnoses
 from .learned_features import correlation_stats, correlations, feature_test, learned_counts, train_accuracy
 from .losses import erm_loss, midpoint_all_pairs_loss, mixup_all_pairs_loss, mixup_sampled_loss
 from .multiview_claims import ASSUMPTIONS, CLAIMS, CONTROLS, LONG, NEEDS, judge
@@ -87,6 +88,8 @@ class MultiViewConfig(ExperimentConfig):
                                      "when ≥ this share of class y's single-view points are classified y (strictly)")
     traj_classes: int = Field(3, ge=1, description="classes whose correlation trajectories are drawn")
     chunk: int = Field(1 << 14, ge=1, description="mixed pairs per chunk of the all-pairs losses (memory bound)")
+    pairs_kernel: Literal["auto", "fused", "reference"] = Field("auto", description="all-pairs losses: one fused "
+                                                                "numba pass per block (CPU) or the torch reference")
     mix_lam: Literal["paper", "endpoints"] = Field(
         "paper", description="λ of Midpoint Mixup and Mixup: the paper's (½; Beta(a, a)) or, as a control, "
         "λ ∈ {0, 1} with ½ each: the mixed point is one of its pair, ERM's objective through the same code")
@@ -116,6 +119,9 @@ class MultiViewConfig(ExperimentConfig):
             check(gb <= 4, "d", f"is too large for simulation=full ({gb:.1f} GB > 4 GB); got d={self.d}",
                   "use simulation=reduced, which is exact at any d")
         return self
+
+    def estimate(self) -> list:  # the big tensors, before any is allocated (data.multiview_needs)
+        return MultiViewDistribution.training_needs(self)
 
 
 # "Thm holds exactly" per seed, besides 100 % train accuracy: the rule on the (E, 3) shares of classes with 0/1/2
@@ -157,14 +163,15 @@ def make_loss(method: str, cfg, net, x, y, mult, seeds):
     if method == "erm":
         return lambda step: erm_loss(net, x, y, mult)
     ends = getattr(cfg, "mix_lam", "paper") == "endpoints"
+    kern = getattr(cfg, "pairs_kernel", "auto")
     if cfg.pairs == "all" and ends:  # λ ∈ {0, 1}, ½ each (a symmetric set: exact with the unordered pairs)
         lam01 = torch.tensor([0.0, 1.0])
-        return lambda step: mixup_all_pairs_loss(net, x, y, lam01, mult=mult, chunk=cfg.chunk)
+        return lambda step: mixup_all_pairs_loss(net, x, y, lam01, mult=mult, chunk=cfg.chunk, kernel=kern)
     if cfg.pairs == "all":
         if method == "midpoint":
-            return lambda step: midpoint_all_pairs_loss(net, x, y, mult, chunk=cfg.chunk)
+            return lambda step: midpoint_all_pairs_loss(net, x, y, mult, chunk=cfg.chunk, kernel=kern)
         return lambda step: mixup_all_pairs_loss(net, x, y, sample_beta(cfg.mixup_a, cfg.lam_draws, gens),
-                                                 mult=mult, chunk=cfg.chunk)
+                                                 mult=mult, chunk=cfg.chunk, kernel=kern)
 
     def sampled(step):
         partner = random_pairing(N, generator=gens, independent=True)  # (E, N): one uniform partner per point
@@ -305,7 +312,7 @@ def _draw(ctx, cfg: MultiViewConfig, seeds, finals: dict, frames: dict) -> None:
 @experiment(
     "mm-multiview", paper="midpoint-mixup", reference="§4: Def 4.1, Thms 4.6/4.7",
     summary="on multi-view data ERM learns one feature for most classes, Midpoint Mixup learns both for all",
-    config=MultiViewConfig, claims=CLAIMS,
+    config=MultiViewConfig, claims=with_diagnoses(CLAIMS, MM_MULTIVIEW),
     controls=CONTROLS, assumptions=ASSUMPTIONS,
     presets={"quick": {"seeds": 2, "k": 10, "N": 100, "d": 300_000, "steps": 5000, "dtype": "float32",
                        "probe_every": 250, "long_steps": 7500},

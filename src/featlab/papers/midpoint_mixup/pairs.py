@@ -18,15 +18,33 @@ import math
 
 import torch
 
+from . import fused_pairs
+
 _BLOCK_ELEMENTS = 1 << 17  # activations per replica and block: (B, B, P, M) ≈ 0.5 MB of float32
 
 
+KERNELS = ("auto", "fused", "reference")
+
+
 def all_pairs_sum(model, H: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, wts: torch.Tensor,
-                  mult: torch.Tensor | None, symmetric: bool, chunk: int) -> torch.Tensor:
+                  mult: torch.Tensor | None, symmetric: bool, chunk: int, kernel: str = "auto") -> torch.Tensor:
     """Σ_{pairs} w_ij Σ_l wts_l [λ_l log φ_{y_i} + (1 − λ_l) log φ_{y_j}](g(z_ij(λ_l))): (E,).
 
     H (E, N, P, M) pre-activations, y (E, N), lam (E, L), wts (L,). ``symmetric``: the unordered pairs i ≤ j, weight
-    2 off the diagonal (see mixup_all_pairs_loss); else all N² ordered pairs. At most ``chunk`` pairs per block."""
+    2 off the diagonal (see mixup_all_pairs_loss); else all N² ordered pairs. At most ``chunk`` pairs per block (the
+    reference; the fused kernel's blocks are fixed and its memory is bounded anyway).
+
+    ``kernel``: "fused" = one fused numba pass per block (:mod:`.fused_pairs`; CPU, float32/64, ReLU~ or the
+    identity); "reference" = the torch blocks below (the GPU path, any elementwise activation); "auto" = fused
+    where it applies."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}; got {kernel!r}")
+    if kernel != "reference":
+        why = fused_pairs.unusable(model, H)
+        if why is None:
+            return fused_pairs.fused_all_pairs_sum(model, H, y, lam, wts, mult, symmetric)
+        if kernel == "fused":
+            raise ValueError(f"kernel='fused' cannot compute this pair sum: {why}; use kernel='auto' or 'reference'")
     E, N, P, M = H.shape
     # the block depends on one replica's shapes only, never on E: replica i sums in the same order alone or batched
     block = max(1, min(math.isqrt(max(chunk, 1)), math.isqrt(max(_BLOCK_ELEMENTS // (P * M), 1)), N))

@@ -30,11 +30,14 @@ import numpy as np
 import torch
 from pydantic import Field
 
+from ...config import Need
 from ...runs.claims import Assumption, AtLeast, Claim, Control
 from ...runs.registry import experiment
+from ...runs.resources import sequential
 from ...train.loop import train
 from ...utils import Replicas, torch_threads
-from .data import MultiViewDistribution, compress_patches
+from .data import MultiViewDistribution, compress_patches, patch_net_needs
+from .diagnoses import MM_PHASE, with_diagnoses
 from .learned_features import feature_test, learned_counts, train_accuracy
 from .multiview import MultiViewConfig, make_loss, patch_cnn
 from .phase_plots import phase_figure
@@ -42,7 +45,7 @@ from .phase_plots import phase_figure
 
 class MMPhaseConfig(MultiViewConfig):
     ks: list[int] = Field([5, 10, 20], min_length=1, description="numbers of classes k (P = 2k, m = ⌈k/2⌉ each) "
-                          "[paper silent]")
+                          "[paper silent]", json_schema_extra={"range": [[5, 10, 20], [4, 8, 16], [6, 12, 24]]})
     ds: list[float] = Field([1e4, 1e5, 1e6, 1e7, 1e8, 1e9], min_length=2,
                             description="ambient dimensions d (reduced simulation: cost independent of d)")
     delta3s: list[float] = Field([0.002], min_length=1, description="feature-noise levels δ3 (δ4 = δ3) "
@@ -58,7 +61,20 @@ class MMPhaseConfig(MultiViewConfig):
     init_scale: Literal["per-d", "fixed"] = Field("per-d", description="init N(0, I/d_i) per replica (Def 4.2) or, "
                                                   "as a control, N(0, I/d_min) for every d")
     n_per_class: int = Field(10, ge=1, description="training points per class: N = n_per_class·k at every k "
-                             "(replaces N) [paper silent; mm-multiview: N = 100 at k = 10]")
+                             "(replaces N) [paper silent; mm-multiview: N = 100 at k = 10]",
+                             json_schema_extra={"range": [10, 5, 20]})
+
+    def estimate(self) -> list[Need]:
+        """Each k trains one batched run per method over its (δ3, d, seed) replicas, one k after another: the
+        largest k's tensors at once, the work of all (d is only a scale of the reduced simulation)."""
+        mid = math.ceil(self.midpoint_steps_per_d * self.region_d_hi)
+        steps: dict[str, int] = {m: mid if m == "midpoint" else int(self.steps) for m in self.methods}
+        per_k = [patch_net_needs(self, E=self.seeds * len(self.ds) * len(_levels(self, k)), k=k,
+                                 N=self.n_per_class * k, P=k * k if self.P_rule == "k2" else 2 * k,
+                                 m=max(1, math.ceil(k / 2)), steps=steps, tag=f"k={k}: ",
+                                 fields=("ks", "n_per_class", "ds", "seeds"), shape=("P_rule", "ks"))
+                  for k in self.ks]
+        return sequential(per_k)
 
 
 UNITS = "classes (k × seed × class)"
@@ -186,7 +202,7 @@ def _judged(cfg: MMPhaseConfig, k: int, sub: MultiViewConfig) -> bool:
 @experiment(
     "mm-phase", paper="midpoint-mixup", reference="Thms 4.6/4.7 (beyond the paper: phase diagram)",
     summary="share of classes learning both features under ERM / Midpoint / Mixup over d (1e4..1e9), δ3 and k",
-    config=MMPhaseConfig, claims=CLAIMS, controls=CONTROLS, assumptions=ASSUMPTIONS,
+    config=MMPhaseConfig, claims=with_diagnoses(CLAIMS, MM_PHASE), controls=CONTROLS, assumptions=ASSUMPTIONS,
     presets={"quick": {"seeds": 1, "ks": [10], "ds": [1e4, 3e4, 1e5], "n_per_class": 6, "steps": 1500,
                        "methods": ["erm", "midpoint"], "probe_every": 250, "dtype": "float32",
                        "n_test_per_class": 50, "region_d_lo": 1e4, "region_d_hi": 1e5},

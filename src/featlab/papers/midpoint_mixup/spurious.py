@@ -25,10 +25,11 @@ import numpy as np
 import torch
 from pydantic import Field, model_validator
 
-from ...config import check
+from ...config import Need, check
 from ...data.images import ImageData
 from ...plotting import subplots
 from ...runs.registry import experiment
+from ...runs.resources import dataset_needs, image_needs
 from ...text import table
 from ...train.checkpoints import fingerprint_of, run_checkpoints
 from ...train.image_config import ImageTrainFields, build_model, load_run_data
@@ -37,6 +38,7 @@ from ...train.mixup import MidpointMixup, Mixup
 from ...train.objectives import erm_objective, mixup_objective
 from ...utils import generator as make_generator
 from ...utils import torch_threads
+from .diagnoses import MM_SPURIOUS_DIGITS, with_diagnoses
 from .spurious_claims import (
     BELOW_ERM,
     METHOD_LABEL,
@@ -78,6 +80,11 @@ class MMSpuriousConfig(ImageTrainFields):
         check(len(self.methods) > 0 and len(set(self.methods)) == len(self.methods), "methods",
               "must list distinct methods among mixup, midpoint, erm")
         return self
+
+    def estimate(self) -> list[Need]:
+        """The network, a batch's activations and the dataset with its spurious partner channels (§5: two images
+        concatenated along the channels), one method after another; and the dataset files it reads."""
+        return image_needs(self, arms=len(self.methods), channel_factor=2) + dataset_needs(self)
 
 
 # ------------------------------------------------------------------------------------------ the experiment
@@ -239,7 +246,8 @@ MM_SUMMARY = "spurious-channel benchmark: Uniform and Midpoint Mixup end below E
 TINY = {"seeds": 1, "epochs": 1, "width": 2, "batch_size": 200}
 
 experiment("mm-spurious-digits", paper="midpoint-mixup", reference=MM_REF + " on 8×8 digits",
-           summary=MM_SUMMARY + " (8×8 digits, small CNN, CPU)", config=MMSpuriousConfig, claims=BELOW_ERM,
+           summary=MM_SUMMARY + " (8×8 digits, small CNN, CPU)", config=MMSpuriousConfig,
+           claims=with_diagnoses(BELOW_ERM, MM_SPURIOUS_DIGITS),
            controls=[UNTRAINED, lambda_one(), no_spurious("digits")], assumptions=assumptions("digits"),
            presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 16, "seeds": 3, "epochs": 30,
                               "batch_size": 50, "optimizer": "adam", "lr": 3e-3, "cpu_threads": 1},

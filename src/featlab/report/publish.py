@@ -1,0 +1,168 @@
+"""Committed results: ``featlab report OUT --publish docs/results --preset paper`` writes, from the latest run of each
+experiment at one preset, what a reader of the repository sees without running anything:
+
+* ``README.md``: how many claims hold, fail, are inconclusive or unverified, which experiments were never run here
+  (and why), one verdict table (paper value, measured, 95 % interval, threshold, verdict, a ✗'s diagnosis) and a
+  gallery of the figures;
+* ``verdicts.json``: the same table, machine-readable (the test suite checks it against the declared claims, so a
+  new claim or a moved threshold makes it stale);
+* ``figures/``: each run's figures as small PNGs; ``runs/<experiment>/``: its config (YAML) and provenance.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..runs.index import find_runs
+from ..runs.record import RunRecord, counts_text, is_check, is_uncontrolled, status
+from ..runs.registry import Experiment, list_experiments
+from ..text import fmt_value
+from ..utils import atomic_write
+from .summary import provenance
+from .tables import diagnosis_of, interval_text, verdict_text
+
+FIGURE_WIDTH = 720  # pixels: small enough to commit, large enough to read
+VERDICTS = "verdicts.json"
+
+
+def _latest(runs, exp: Experiment, preset: str) -> RunRecord | None:
+    return next((r for r in runs.of(exp.id) if r.ok and r.summary.get("preset") == preset), None)
+
+
+def _small_png(src: Path, dest: Path) -> None:
+    """A copy of ``src`` at most FIGURE_WIDTH wide (Pillow, which matplotlib already requires)."""
+    from PIL import Image
+
+    with Image.open(src) as opened:
+        img = opened.convert("RGB")
+        if img.width > FIGURE_WIDTH:
+            img = img.resize((FIGURE_WIDTH, round(img.height * FIGURE_WIDTH / img.width)), Image.Resampling.LANCZOS)
+        img.quantize(colors=128).save(dest, optimize=True)  # flat plot colours: a palette suffices
+
+
+def _row(exp: Experiment, preset: str, c: dict[str, Any]) -> dict[str, Any]:
+    found = diagnosis_of(exp.id, c["id"], preset) if status(c) in ("failed", "inconclusive") else None
+    kind = "check" if is_check(c) else "uncontrolled" if is_uncontrolled(c) else "claim"
+    return {"experiment": exp.id, "preset": preset, "claim": c["id"], "kind": kind, "statement": c.get("statement"),
+            "paper_value": c.get("paper_value"), "measured": c.get("measured"), "interval": c.get("interval"),
+            "n": c.get("n"), "unit": c.get("unit"), "threshold": c.get("threshold"), "status": status(c),
+            "interval_text": interval_text(c), "verdict": verdict_text(c),
+            "diagnosis": found.to_dict() if found else None}
+
+
+def _esc(x: object) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def publish(out: str | Path, dest: str | Path, preset: str = "paper",
+            not_run: Callable[[Experiment], str] | None = None) -> dict[str, Any]:
+    """Write the results folder ``dest`` from the runs under ``out`` at ``preset``; returns the verdict counts.
+    ``not_run(exp)``: why an experiment without a run was not run here (e.g. its estimated time, or the GPU and
+    data it needs)."""
+    runs, dest = find_runs(out), Path(dest)
+    (dest / "figures").mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    missing: list[tuple[str, str]] = []
+    gallery: list[tuple[str, str]] = []
+    for exp in list_experiments():
+        if preset not in exp.presets:
+            continue
+        rec = _latest(runs, exp, preset)
+        if rec is None:
+            missing.append((exp.id, not_run(exp) if not_run else "no run at this preset under the runs folder"))
+            continue
+        rows += [_row(exp, preset, c) for c in rec.claims]
+        folder = dest / "runs" / exp.id
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(folder / "config.yaml", yaml.safe_dump(rec.config, sort_keys=False))
+        atomic_write(folder / "provenance.json", json.dumps(
+            {**provenance(rec), "run folder": rec.dir.name, "claims": counts_text(rec.claims)}, indent=1) + "\n")
+        for fig in rec.figures:
+            name = f"{exp.id}__{fig.stem}.png"
+            _small_png(fig, dest / "figures" / name)
+            gallery.append((exp.id, name))
+    counted = [r for r in rows if r["kind"] == "claim"]
+    counts = {s: sum(r["status"] == s for r in counted) for s in ("held", "failed", "inconclusive", "unverified")}
+    counts["never run"] = len(missing)
+    atomic_write(dest / VERDICTS, json.dumps({"preset": preset, "counts": counts, "rows": rows,
+                                              "not_run": dict(missing)}, indent=1, default=str) + "\n")
+    atomic_write(dest / "README.md", _page(preset, counts, rows, missing, gallery))
+    return counts
+
+
+_README_BLOCK = re.compile(r"(<!-- results: (?P<dir>[^ ]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
+GALLERY = 4  # figures on the README's first screen
+
+
+def sync_readme(readme: str | Path) -> bool:
+    """Rewrite the README's ``<!-- results: DIR -->`` block from DIR/verdicts.json (DIR relative to the README):
+    the counts, each ✗ with its diagnosis class, and the first figures. False when the README has no block."""
+    readme = Path(readme)
+    text = readme.read_text(encoding="utf-8")
+    m = _README_BLOCK.search(text)
+    if m is None:
+        return False
+    rel = m["dir"]
+    data = json.loads((readme.parent / rel / VERDICTS).read_text(encoding="utf-8"))
+    c, preset = data["counts"], data["preset"]
+    bad = [r for r in data["rows"] if r["kind"] == "claim" and r["status"] == "failed"]
+    lines = [f"**At the papers' own settings (`{preset}` presets, run on this CPU):** {c['held']} claims held, "
+             f"{c['failed']} failed, {c['inconclusive']} inconclusive, {c['unverified']} unverified; "
+             f"{c['never run']} experiments never run here (they need a GPU or data: listed with their estimated "
+             f"time in [{rel}/README.md]({rel}/README.md)). Failed:"]
+    lines += [f"`{r['claim']}` ({r['diagnosis']['kind'] if r['diagnosis'] else 'no diagnosis yet'})"
+              for r in bad] or ["none"]
+    figs = sorted((readme.parent / rel / "figures").glob("*.png"))[:GALLERY]
+    body = lines[0] + " " + ", ".join(lines[1:]) + ".\n\n" + " ".join(
+        f'<img src="{rel}/figures/{f.name}" width="24%" alt="{f.stem}">' for f in figs) + "\n"
+    atomic_write(readme, text[:m.start()] + m.group(1) + body + m.group(4) + text[m.end():])
+    return True
+
+
+def _page(preset, counts, rows, missing, gallery) -> str:
+    n = sum(v for k, v in counts.items() if k != "never run")
+    lines = [f"# Results at the `{preset}` preset", "",
+             f"*Generated by `featlab report OUT --publish docs/results --preset {preset}` from the run records; do "
+             "not edit by hand.*", "",
+             f"**{counts['held']} of {n} counted claims held, {counts['failed']} failed, {counts['inconclusive']} "
+             f"inconclusive, {counts['unverified']} unverified**; {len(missing)} experiment(s) never run here at "
+             f"this preset. Checks (identities, properties of the generator) and claims without a mechanism "
+             "control are listed but not counted.", ""]
+    if missing:
+        lines += ["## Not run here", ""] + [f"- `{e}`: {_esc(why)}" for e, why in missing] + [""]
+    lines += ["## Verdicts", "", "| experiment | claim | paper | measured | 95% interval | threshold | verdict |",
+              "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        tag = {"check": " (check)", "uncontrolled": " (not counted)"}.get(r["kind"], "")
+        verdict = r["verdict"] + (f" — diagnosis: {r['diagnosis']['kind']}: {r['diagnosis']['why']} (evidence: "
+                                  f"{r['diagnosis']['evidence']})" if r["diagnosis"] else "")
+        lines.append(f"| `{r['experiment']}` | `{r['claim']}`{tag} | {_esc(fmt_value(r['paper_value']))} | "
+                     f"{_esc(fmt_value(r['measured']))} | {_esc(r['interval_text'])} | {_esc(r['threshold'])} | "
+                     f"{_esc(verdict)} |")
+    if gallery:
+        lines += ["", "## Figures", ""] + [f"![{e}: {name}](figures/{name})" for e, name in gallery]
+    return "\n".join(lines) + "\n"
+
+
+def stale(dest: str | Path) -> list[str]:
+    """Why the published table no longer matches the declared claims ([] when it does): an undeclared claim id, or a
+    threshold that has moved since the run (rerun and publish again)."""
+    path = Path(dest) / VERDICTS
+    if not path.is_file():
+        return [f"{path} is missing"]
+    data = json.loads(path.read_text(encoding="utf-8"))
+    declared = {e.id: {c.id: c.threshold.text() for c in e.claims} for e in list_experiments()}
+    out = []
+    for r in data["rows"]:
+        known = declared.get(r["experiment"], {})
+        if r["claim"] not in known:
+            out.append(f"{r['experiment']}: {r['claim']} is no longer declared")
+        elif known[r["claim"]] not in str(r["threshold"]):
+            out.append(f"{r['experiment']}: {r['claim']}'s threshold moved to {known[r['claim']]}")
+    return out
