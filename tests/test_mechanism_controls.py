@@ -17,10 +17,10 @@ from test_controls import control_inputs
 SLOW = {"mm-multiview", "mm-spurious-digits", "rfa-phase", "fa-ablation-n"}
 
 
-def _params(prefix):
+def _params(*prefixes):
     return [pytest.param(e.id, c.name, id=f"{e.id}:{c.name}",
                          marks=[pytest.mark.slow] if e.id in SLOW else [])
-            for e in list_experiments() for c in e.controls if c.kind == "mechanism" and e.id.startswith(prefix)]
+            for e in list_experiments() for c in e.controls if c.kind == "mechanism" and e.id.startswith(prefixes)]
 
 
 def check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch):
@@ -50,8 +50,14 @@ def check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch):
             f"margin {info['margin']})")
 
 
-class TestFeatureAveraging:
-    @pytest.mark.parametrize("exp_id,name", _params("fa-"))
+class TestFeatureAveraging:  # two classes: --dist loadscope keeps a class on one worker, and FA's are the longest
+    @pytest.mark.parametrize("exp_id,name", _params("fa-synthetic", "fa-ablation", "fa-embeddings"))
+    def test_mechanism_control(self, exp_id, name, shared_out, tmp_path, monkeypatch):
+        check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch)
+
+
+class TestFeatureAveragingPhaseAndImages:
+    @pytest.mark.parametrize("exp_id,name", _params("fa-phase", "fa-resnet"))
     def test_mechanism_control(self, exp_id, name, shared_out, tmp_path, monkeypatch):
         check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch)
 

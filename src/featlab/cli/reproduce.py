@@ -104,9 +104,9 @@ def _not_run_reason(root: Path, exp: Experiment, preset: str, rate: float) -> st
     needs = resolve_config(exp.id, preset)[1].estimate()
     missing = next((n.missing for n in needs if n.missing), "")
     return (f"not run here: {missing}" if missing else
-            f"not run here: estimated {duration(seconds(needs, rate))} and {size(sum(n.bytes for n in needs))} on "
-            f"this CPU ({'needs a GPU' if seconds(needs, rate) > GPU_S else 'over this run’s time budget'}); "
-            f"featlab run {exp.id} --preset {preset}")
+            f"not run here yet: estimated at least {duration(seconds(needs, rate))} and "
+            f"{size(sum(n.bytes for n in needs))} on this CPU{' (needs a GPU)' if seconds(needs, rate) > GPU_S else ''}"
+            f"; featlab run {exp.id} --preset {preset}")
 
 
 def _split_overrides(exps: list[Experiment], overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:

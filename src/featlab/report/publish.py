@@ -100,6 +100,22 @@ _README_BLOCK = re.compile(r"(<!-- results: (?P<dir>[^ ]+) -->\n)(?P<body>.*?)(<
 GALLERY = 4  # figures on the README's first screen
 
 
+def _gallery(figs: list[Path]) -> list[Path]:
+    """Up to GALLERY figures, one per experiment, taking the papers (the experiment ids' prefixes) in turn."""
+    first: dict[str, Path] = {}
+    for f in figs:
+        first.setdefault(f.stem.split("__")[0], f)
+    by_paper: dict[str, list[Path]] = {}
+    for exp, f in first.items():
+        by_paper.setdefault(exp.split("-")[0], []).append(f)
+    out: list[Path] = []
+    while len(out) < GALLERY and any(by_paper.values()):
+        for group in by_paper.values():
+            if group and len(out) < GALLERY:
+                out.append(group.pop(0))
+    return out
+
+
 def sync_readme(readme: str | Path) -> bool:
     """Rewrite the README's ``<!-- results: DIR -->`` block from DIR/verdicts.json (DIR relative to the README):
     the counts, each ✗ with its diagnosis class, and the first figures. False when the README has no block."""
@@ -114,11 +130,11 @@ def sync_readme(readme: str | Path) -> bool:
     bad = [r for r in data["rows"] if r["kind"] == "claim" and r["status"] == "failed"]
     lines = [f"**At the papers' own settings (`{preset}` presets, run on this CPU):** {c['held']} claims held, "
              f"{c['failed']} failed, {c['inconclusive']} inconclusive, {c['unverified']} unverified; "
-             f"{c['never run']} experiments never run here (they need a GPU or data: listed with their estimated "
-             f"time in [{rel}/README.md]({rel}/README.md)). Failed:"]
+             f"{c['never run']} experiments not run here at this preset (listed with what they need and their "
+             f"estimated time in [{rel}/README.md]({rel}/README.md)). Failed:"]
     lines += [f"`{r['claim']}` ({r['diagnosis']['kind'] if r['diagnosis'] else 'no diagnosis yet'})"
               for r in bad] or ["none"]
-    figs = sorted((readme.parent / rel / "figures").glob("*.png"))[:GALLERY]
+    figs = _gallery(sorted((readme.parent / rel / "figures").glob("*.png")))
     body = lines[0] + " " + ", ".join(lines[1:]) + ".\n\n" + " ".join(
         f'<img src="{rel}/figures/{f.name}" width="24%" alt="{f.stem}">' for f in figs) + "\n"
     atomic_write(readme, text[:m.start()] + m.group(1) + body + m.group(4) + text[m.end():])

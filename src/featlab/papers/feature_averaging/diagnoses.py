@@ -29,7 +29,7 @@ FA_ABLATION_LR = {
         "values",
         "independent numpy GD at η=1e-2, T=100, 2 seeds: margin 1.33, 1.34 (fidelity 0.93, 0.94); featlab run "
         "fa-ablation-lr --preset quick T=1000: η=1e-2 margin 1.367 (best seed; mean 1.36), FAILED as at T=100 "
-        "(1.334)"),
+        "(1.334); --preset paper: 1.346", presets=("quick", "paper")),
 }
 
 FA_ABLATION_COSINE = {
@@ -39,7 +39,8 @@ FA_ABLATION_COSINE = {
         "they average their class's features minus the shared part, which the off-class coefficient test (b) "
         "counts as off-class weight; App. E.1 ('feature averaging still happens') reads the cosine map",
         "featlab run fa-ablation-cosine --preset quick, cos=0.09: fidelity 0.86 (>= 0.7), off-class max abs cos "
-        "0.010, off-class coefficient ratio 0.35 (> 0.25), margin 0.71; cos=1e-5, 1e-3: margin 1.28, 1.28"),
+        "0.010, off-class coefficient ratio 0.35 (> 0.25), margin 0.71; cos=1e-5, 1e-3: margin 1.28, 1.28; "
+        "--preset paper: 0.708", presets=("quick", "paper")),
 }
 
 FA_EMBEDDINGS = {
