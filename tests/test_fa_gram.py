@@ -136,3 +136,39 @@ def test_fa_synthetic_runs_in_reduced_coordinates(out):
     assert m["binary.clean_acc"] == 1 and m["theory.radius_sqrt_d_over_k"] == pytest.approx(math.sqrt(10**9 / 4))
     with pytest.raises(ConfigError):
         featlab.run("fa-synthetic", "quick", out=out, simulation="gram", d=300)
+
+
+def test_flow_starts_probing_where_the_weights_start_to_move():
+    """The first probe is the time the initial velocity moves the weights by 1 % of their RMS: at d = 2⁴⁰ with
+    the init of Assumption A.4 (σ ≈ 10⁻¹⁶) that is ~10⁻¹⁶, and the flow to ηT = k⁸ takes few evaluations; a first
+    probe fixed at 10⁻⁸ spans the whole early phase with the init's atol and never finishes."""
+    from featlab.papers.feature_averaging.flow import first_time, probe_times
+    assert first_time(torch.full((4,), 1e-16).numpy(), torch.full((4,), 1e2).numpy()) == pytest.approx(1e-20)
+    ts = probe_times(1e4, 40, first=1e-20)
+    assert ts[1] == pytest.approx(1e-20) and len(ts) >= 5 * 24 and ts[-1] == pytest.approx(1e4)
+    sigma = math.sqrt(2.0**-80 * 4**-5 / 10)
+    cfg = small(simulation="gram", integrator="flow", d=2**40, n=40, n_test=20, thm46_starts=1, seeds=1,
+                sigma_w=sigma, sigma_b=sigma, eta=4**8 / 2**60, T=2**60)
+    dist, tr, te = make_data(cfg, [0], torch.float64)
+    net, res = fit_binary(cfg, [0], dist, tr)
+    assert res.status == "complete" and int(res.message.split(": ")[1].split()[0]) < 20000, res.message
+    with torch.no_grad():
+        assert float((net(te.x).sign() == te.y).double().mean()) == 1
+
+
+def test_fa_phase_theory_scaling_meets_the_premises_per_cell(out):
+    """scaling='theory': η = d⁻² (the flow), σ² = ηk⁻⁵/10, ηT = k⁸, only cells with d ≥ k¹⁰ run and are judged;
+    it needs the Gram simulation and the flow (one-line refusal otherwise)."""
+    from featlab.papers.feature_averaging import phase
+    cfg = phase.FAPhaseConfig(**{**phase.THEORY, "ks": [2, 4], "ds": [2**10, 2**20], "n": 40, "n_test": 20})
+    sub = phase._cell(cfg, 4, 2**20)
+    assert sub.eta * sub.T == pytest.approx(4**8) and sub.sigma_w**2 == pytest.approx(2.0**-40 * 4**-5 / 10)
+    assert all(phase.regime(cfg, 4, 2**20).values()) and not phase.regime(cfg, 4, 2**10)["dimension"]
+    with pytest.raises(ValueError, match="scaling"):
+        phase.FAPhaseConfig(scaling="theory")
+    res = featlab.run("fa-phase", "theory", out=out, ks=[2, 4], ds=[2**10, 2**20], seeds=1, n=40, n_test=20,
+                      n_radii=4, pgd_steps=2, horizon_power=2)
+    assert res.ok, res.summary.get("message")
+    m = res.summary["metrics"]
+    assert "k=4.d=1024.binary.clean_acc" not in m and m["k=4.d=1048576.binary.clean_acc"] == 1
+    assert m["cells_judged"] == 3  # k=2: d = 2¹⁰ ≥ 2¹⁰ and 2²⁰; k=4: 2²⁰ only

@@ -31,8 +31,9 @@ from typing import Literal
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from ...config import check
 from ...nn.twolayer import binary_readout, sign_prediction
 from ...probes.certify import robust_interval
 from ...probes.robustness import worst_case
@@ -41,7 +42,7 @@ from ...runs.registry import experiment
 from ...runs.uncertainty import Bracket
 from ...train.loop import TrainResult
 from ...utils import generator, torch_threads
-from . import assumptions, attacks, measures
+from . import assumptions, attacks, gram, measures
 from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
 from .phase_plots import phase_figure
 
@@ -73,24 +74,48 @@ class FAPhaseConfig(FASyntheticConfig):
                              "clean accuracy reaches this [our choice; see the module docstring]")
     width: Literal["half-k", "fixed"] = Field("half-k", description="binary width per cell: m = k/2 (Assumption "
                                               "4.3's m = Θ(k) with Remark A.5's m ∈ [max|J±|, k]) or ``m`` fixed")
+    scaling: Literal["fixed", "theory"] = Field(
+        "fixed", description="'fixed': fa-synthetic's η, T, σ_w, σ_b in every cell; 'theory': per cell the premises "
+        "read with constant 1 — η = d⁻² (Assumption 4.3, run as the flow: needs simulation=gram, integrator=flow), "
+        "σ_w² = σ_b² = ηk⁻⁵/10 (Assumption A.4, a tenth of the bound), ηT = k^horizon_power — and only cells with "
+        "d ≥ k¹⁰ run and are judged [our choice: the theorems' regime where a CPU reaches it]")
+    horizon_power: float = Field(8.0, ge=0, description="scaling='theory': flow time ηT = k^this (Thm 4.7's "
+                                 "T = Ω(k⁸/η) with constant 1; it also meets Thm 4.5's ηT = Ω(1))")
+
+    @model_validator(mode="after")
+    def _theory_needs_flow(self):
+        if self.scaling == "theory":
+            check(self.simulation == "gram" and self.integrator == "flow", "scaling", "'theory' needs "
+                  "simulation=gram and integrator=flow (η = d⁻² at d up to 10¹³)", "set both, or scaling=fixed")
+        return self
 
 
-EXTRA = ("ks", "ds", "n_radii", "min_clean", "width")
+EXTRA = ("ks", "ds", "n_radii", "min_clean", "width", "scaling", "horizon_power")
 
 
 def _cell(cfg: FAPhaseConfig, k: int, d: int) -> FASyntheticConfig:
     base = cfg.model_dump(exclude=set(EXTRA))
     base.update(k=k, d=d, positive=None, long_T=0, m=max(1, k // 2) if cfg.width == "half-k" else cfg.m)
+    if cfg.scaling == "theory":
+        # the flow is GD's η → 0 limit, so Assumption 4.3's η = O(d⁻²) holds at any d; the recorded η is only the
+        # step axis' unit (T = 2⁶⁰ steps of it reach ηT = k^p: d⁻²·T would not fit an int64 past d ≈ 10⁹)
+        sigma = math.sqrt(float(d) ** -2 * k**-5 / 10)  # Assumption A.4 at η = d⁻²: σ_w² = σ_b² ≤ ηk⁻⁵
+        base.update(eta=k**cfg.horizon_power / 2**60, T=2**60, sigma_w=sigma, sigma_b=sigma)
     return FASyntheticConfig(**base)
 
 
 def regime(cfg: FAPhaseConfig, k: int, d: int) -> dict[str, bool]:
-    """The premises of Thms 4.5/4.7 a cell meets, read with constant 1: those a CPU grid can meet. (d = Ω(k¹⁰),
-    n = Ω(k⁷), η = O(d⁻²) and ηT = Ω(1) are met by no cell of any preset: see the experiment's assumptions.)"""
+    """The premises of Thms 4.5/4.7 a cell meets, read with constant 1: those a CPU grid can meet. Under
+    scaling='fixed', d = Ω(k¹⁰), η = O(d⁻²) and ηT = Ω(1) are met by no cell; under 'theory' every cell meets η,
+    the init and the times, and the dimension where d ≥ k¹⁰. n = Ω(k⁷) is met by no cell of any preset."""
     sub = _cell(cfg, k, d)
     half = len(sub.positive_set())
-    return {"init": max(sub.sigma_w, sub.sigma_b) ** 2 <= sub.eta * k ** -5,  # Assumption A.4
-            "width": max(half, k - half) <= sub.m <= k}  # Remark A.5
+    eta = float(d) ** -2 if cfg.scaling == "theory" else sub.eta  # theory: the flow, read at η = d⁻²
+    out = {"init": max(sub.sigma_w, sub.sigma_b) ** 2 <= eta * k ** -5,  # Assumption A.4
+           "width": max(half, k - half) <= sub.m <= k}  # Remark A.5
+    if cfg.scaling == "theory":
+        out["dimension"] = d >= k**10  # Assumption 4.3
+    return out
 
 
 def _critical(cfg: FAPhaseConfig, seeds, dist, te, net, positive, radii: list[float], tag: str) -> torch.Tensor:
@@ -190,8 +215,33 @@ _WHY = {"Assumption 3.3": "|J+| = ⌊k/2⌋, |J−| = ⌈k/2⌉ (c = 1 for even 
                           "claims are judged on the cells that meet the premises a grid can meet (regime()), outside "
                           "the theorems' asymptotic regime",
         "Thm 4.7 (time)": "ηT = 0.1 against k⁸ ≥ 4⁸ ≈ 6.6·10⁴"}
-ASSUMPTIONS = [_GRID.get(a.ref) or Assumption(a.ref, a.text, a.met, why=_WHY.get(a.ref, a.why))
+# the theory preset (scaling='theory'): what each premise is there, and whether it is met
+_THEORY = {"Assumption 3.2": (True, "centres √d·e_j exactly (gram.py)"),
+           "Assumption 3.3": (True, "|J+| = |J−| = k/2"),
+           "Assumption 4.3 (d)": (True, "only the cells with d ≥ k¹⁰ run (d from 2²⁰ to 2⁴⁴; d is a scale in the "
+                                        "Gram simulation)"),
+           "Assumption 4.3 (n)": (False, "n = 1000 against k⁷ ≥ 16 384: the flow of n = k⁷ points takes ~25 min a "
+                                         "cell on this CPU"),
+           "Assumption 4.3 (m), Remark A.5": (True, "m = k/2"),
+           "Assumption 4.3 (η)": (True, "η = d⁻² per cell, run as GD's η → 0 limit (the gradient flow)"),
+           "Assumption A.4 (init)": (True, "σ_w² = σ_b² = ηk⁻⁵/10 per cell"),
+           "Thm 4.5 (time)": (True, "ηT = k⁸ ≥ 1"),
+           "Thm 4.7 (time)": (True, "ηT = k⁸ (horizon_power = 8)")}
+
+
+def _with_theory(a: Assumption) -> Assumption:
+    met, why = _THEORY[a.ref]
+    return Assumption(a.ref, a.text, {**a.met, "theory": met}, why=f"{a.why}; theory: {why}")
+
+
+ASSUMPTIONS = [_with_theory(_GRID.get(a.ref) or Assumption(a.ref, a.text, a.met, why=_WHY.get(a.ref, a.why)))
                for a in assumptions.synthetic()]
+
+# the theorems' regime where this CPU reaches it: d ≥ k¹⁰ up to 2⁴⁴ ≈ 1.8·10¹³ (d/k over 7 decades), η = d⁻², the
+# init of Assumption A.4, ηT = k⁸ (every premise but n = Ω(k⁷))
+THEORY = {"seeds": 2, "ks": [4, 8, 16], "ds": [2**20, 2**26, 2**30, 2**34, 2**40, 2**44], "n_test": 200,
+          "n_radii": 13, "pgd_steps": 20, "convergence_check": False, "thm46_starts": 1, "scaling": "theory",
+          "simulation": "gram", "integrator": "flow", "dtype": "float64"}
 
 UNTRAINED = Control("untrained", {"T": 0, "seeds": 1, "n_test": 100, "n_radii": 5},
                     "T = 0: the nets at their random init (σ = 1e-5): no averaging, no classifier, so no critical "
@@ -227,7 +277,8 @@ SHUFFLED = Control(
     presets={"quick": {"seeds": 2, "ks": [4, 8, 16], "ds": [1024, 2048, 4096], "n_test": 200, "n_radii": 13,
                        "pgd_steps": 20, "convergence_check": False},
              "paper": {"seeds": 3, "ks": [4, 8, 16, 32], "ds": [1024, 2048, 4096, 8192, 16384], "n_test": 500,
-                       "convergence_check": False}},
+                       "convergence_check": False},
+             "theory": THEORY},
     tiny={"seeds": 1, "ks": [2, 4], "ds": [64, 128], "n": 100, "n_test": 40, "T": 20, "n_radii": 4, "pgd_steps": 2,
           "attacks": ["pgd", "avgdir", "midpoint"]},
     claims=CLAIMS)
@@ -236,10 +287,11 @@ def fa_phase(ctx) -> None:
     per: dict[tuple[int, int], dict[str, torch.Tensor]] = {}
     for k in cfg.ks:
         for d in cfg.ds:
-            if d < k:
+            if d < k or (cfg.scaling == "theory" and d < k**10):  # theory: only the cells of Assumption 4.3's d
                 continue
             m = max(1, k // 2) if cfg.width == "half-k" else cfg.m
-            with torch_threads(1 if len(ctx.seeds) * cfg.n * (2 * m + k) * d < 2e8 else 0):  # small: 1 thread
+            dim = min(d, gram.size(_cell(cfg, k, d))[1]) if cfg.simulation == "gram" else d  # coordinates per vector
+            with torch_threads(1 if len(ctx.seeds) * cfg.n * (2 * m + k) * dim < 2e8 else 0):  # small: 1 thread
                 per[k, d], results = _measure(ctx, cfg, k, d)
             for res in results:
                 ctx.trained(res)

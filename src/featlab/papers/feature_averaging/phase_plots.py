@@ -14,6 +14,12 @@ PANELS = (("binary.cos_ratio", "binary cos(μ_j, w) / (1/√(k/2))  [Thm 4.5 (2)
           ("multiclass.radius_ratio", "k-class critical radius / √(d/2)  [Thm 4.7 (3)]"))
 
 
+def _dim(d: int) -> str:
+    """A tick label: 2^p for the theory grid's powers of two, the number otherwise."""
+    p = int(d).bit_length() - 1
+    return f"2^{p}" if d >= 2**16 and d == 2**p else str(d)
+
+
 def phase_figure(cfg, cells: dict, fits: dict):
     ks, ds = list(cfg.ks), list(cfg.ds)
     fig, axes = subplots(1, 4, figsize=(19, 4.4))
@@ -23,13 +29,16 @@ def phase_figure(cfg, cells: dict, fits: dict):
         for (k, d), c in cells.items():
             z[ks.index(k), ds.index(d)] = c[key]
         im = ax.imshow(z, cmap=cmap, vmin=0.4, vmax=1.6, aspect="auto", origin="lower")
-        for i in range(len(ks)):
-            for j in range(len(ds)):
+        for i, k in enumerate(ks):
+            for j, d in enumerate(ds):
+                if (k, d) not in cells:  # not run: d < k, or (scaling='theory') d < k¹⁰
+                    ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color="0.5")
+                    continue
                 v = z[i, j]
                 ax.text(j, i, "n/a" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8)
                 if np.isnan(v) or abs(v - 1) > 0.2:  # the prediction is off by more than 20 % here
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=RED, lw=2.5))
-        ax.set_xticks(range(len(ds)), [str(d) for d in ds], fontsize=8)
+        ax.set_xticks(range(len(ds)), [_dim(d) for d in ds], fontsize=8)
         ax.set_yticks(range(len(ks)), [str(k) for k in ks], fontsize=8)
         ax.set_xlabel("d")
         ax.set_ylabel("k")
@@ -52,7 +61,9 @@ def phase_figure(cfg, cells: dict, fits: dict):
     ax.set_ylabel("critical radius (worst-case attacks)")
     ax.set_title("log-log fits (theory: slope 0.5)", fontsize=9)
     ax.legend(fontsize=7)
-    fig.suptitle(f"fa-phase: measured / predicted over (k, d), {cfg.seeds} seeds, n={cfg.n}, T={cfg.T}, "
-                 f"η={cfg.eta:g}; red boxes: off by > 20 % (or no classifier)", fontsize=10)
+    run = (f"T={cfg.T}, η={cfg.eta:g}" if getattr(cfg, "scaling", "fixed") == "fixed" else
+           f"gradient flow to ηT = k^{cfg.horizon_power:g}, η = d⁻², σ² = ηk⁻⁵/10, cells with d ≥ k¹⁰")
+    fig.suptitle(f"fa-phase: measured / predicted over (k, d), {cfg.seeds} seeds, n={cfg.n}, {run}; red boxes: off "
+                 f"by > 20 % (or no classifier)", fontsize=10)
     fig.tight_layout()
     return fig
