@@ -172,3 +172,21 @@ def test_fa_phase_theory_scaling_meets_the_premises_per_cell(out):
     m = res.summary["metrics"]
     assert "k=4.d=1024.binary.clean_acc" not in m and m["k=4.d=1048576.binary.clean_acc"] == 1
     assert m["cells_judged"] == 3  # k=2: d = 2¹⁰ ≥ 2¹⁰ and 2²⁰; k=4: 2²⁰ only
+
+
+def test_gram_attacks_start_uniformly_in_the_ball_of_r_d(monkeypatch):
+    """PGD's random start in a Gram run is drawn in R^d (its part outside span(W) as a norm), not in the k + N
+    coordinates: the explicit run's law."""
+    from featlab.papers.feature_averaging import attacks
+    from featlab.probes import subspace
+    seen = []
+    real = subspace.random_start
+    monkeypatch.setattr(subspace, "random_start", lambda n, d, *a, **kw: seen.append(d) or real(n, d, *a, **kw))
+    cfg = small(simulation="gram", d=10**9, T=5, seeds=1)
+    dist, tr, te = make_data(cfg, [0], torch.float64)
+    net, _ = fit_binary(cfg, [0], dist, tr)
+    tgt = attacks.target(net, te.x, 1.0, None)
+    pgd = dict(steps=2, step_size_factor=2.5, random_start_=True, restarts=1, certified=None,
+               generators=[torch.Generator().manual_seed(0)])
+    attacks.ensemble(tgt, dist, te, [0.0, 1e3], ["pgd"], pgd)
+    assert seen and set(seen) == {10**9}

@@ -110,10 +110,12 @@ def subspace_pgd(sub: Subspace, y: torch.Tensor, eps: float, *, steps: int, step
 def subspace_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: torch.Tensor, radii: list[float], *,
                    steps: int = 50, step_size_factor: float = 2.5, random_start_: bool = True, restarts: int = 1,
                    generators: Sequence[torch.Generator], grad_head: Head | None = None,
-                   certified: torch.Tensor | None = None, progress=None) -> torch.Tensor:
+                   certified: torch.Tensor | None = None, progress=None, dim: int | None = None) -> torch.Tensor:
     """Which points (E, n) stay correct under subspace PGD at each radius: (R, E, n) bool, the semantics of
     :func:`~.robustness.robust_masks` (radii in increasing order on the survivors; ``certified`` points skipped;
-    one generator per replica). ``score`` is the dense score x ↦ head(x Wᵀ + b), used to confirm every success."""
+    one generator per replica). ``score`` is the dense score x ↦ head(x Wᵀ + b), used to confirm every success.
+    ``dim``: the dimension the inputs live in when ``x`` holds reduced coordinates of them (default x's last axis);
+    the random start is uniform in that ball, so its part outside span(W) has the law of the full space's."""
     radii = [float(r) for r in radii]
     if any(r < 0 for r in radii):
         raise ValueError(f"radii must be >= 0; got {next(r for r in radii if r < 0)!r}")
@@ -130,7 +132,8 @@ def subspace_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: torch.Tenso
         for _ in range(restarts if r > 0 else 0):
             if not todo.any():
                 break
-            c0, s0 = (random_start(n, d, K, r, generators, x.dtype, x.device) if random_start_ else (None, None))
+            c0, s0 = (random_start(n, dim or d, K, r, generators, x.dtype, x.device) if random_start_
+                      else (None, None))
             fooled, c_hit = subspace_pgd(sub, yd, r, steps=steps, step_size=step_size_factor * r / steps,
                                          head=lin.head, grad_head=grad_head, c0=c0, s0=s0, todo=todo)
             if fooled.any():  # confirm on the dense score: x + Q c lies in the ball and scores as x + δ

@@ -98,7 +98,8 @@ def ensemble(tgt: Target, dist, te, radii: list[float], attacks, pgd: dict, step
     copied as all-robust). ``pgd``: subspace_masks keywords (one generator per replica; ``certified``: the points
     PGD need not attack); ``steps_factor`` multiplies its steps and restarts."""
     rs = radii if only is None else [radii[i] for i in only]
-    kw = dict(pgd, steps=pgd["steps"] * steps_factor, restarts=pgd["restarts"] * steps_factor)
+    kw = dict(pgd, steps=pgd["steps"] * steps_factor, restarts=pgd["restarts"] * steps_factor,
+              dim=dist.d)  # a Gram simulation's random starts: uniform in the ball of R^d, not of its coordinates
     out = {}
     for name in attacks:
         if name == "pgd":
