@@ -128,3 +128,15 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(toy, out, capsys,
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not out.exists()
+
+
+def test_published_stability_pages_are_the_studies_with_an_index(toy, out, tmp_path, capsys):
+    """`featlab report OUT --publish-stability DIR`: each experiment's newest study page under DIR/stability/, and
+    an index that counts its verdicts not stable over every value."""
+    assert main(["stability", "toys-exp", "--out", str(out)]) == 0
+    dest = tmp_path / "results"
+    assert main(["report", str(out), "--paper", "toy-stab", "--publish-stability", str(dest)]) == 0
+    page = (dest / "stability" / "toys-exp.md").read_text(encoding="utf-8")
+    assert "shift=0.01: held → failed" in page and "stable over all tried values" in page
+    index = (dest / "stability" / "README.md").read_text(encoding="utf-8")
+    assert "[toys-exp](toys-exp.md)" in index and "1 verdict(s) not stable" in index

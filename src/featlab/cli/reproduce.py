@@ -16,7 +16,7 @@ from ..config import parse_overrides
 from ..errors import ConfigError, FeatlabError, RunRecordError
 from ..report.docs_sync import sync_docs
 from ..report.pages import write_report
-from ..report.publish import publish, sync_readme
+from ..report.publish import publish, publish_stability, sync_readme
 from ..report.summary import NOT_RUN_FILE, build, console_summary
 from ..runs.record import counts_text
 from ..runs.registry import Experiment, list_experiments, papers
@@ -50,6 +50,8 @@ def register(sub) -> None:
                    "pages in DIR (<!-- measured: EXPERIMENT PRESET --> blocks) from the latest runs under OUT")
     r.add_argument("--publish", metavar="DIR", default=None, help="also write the committed results folder DIR "
                    "(verdict table, figures, configs, provenance) from the latest run of each experiment at --preset")
+    r.add_argument("--publish-stability", metavar="DIR", default=None, help="also copy each experiment's newest "
+                   "stability study (featlab stability) under OUT to DIR/stability/, with an index page")
     r.add_argument("--preset", default="paper", help="the preset --publish reads (default paper)")
     r.add_argument("--readme", metavar="FILE", default=None, help="with --publish: rewrite FILE's "
                    "<!-- results: DIR --> block (the counts, each failed claim's diagnosis, a few figures)")
@@ -88,6 +90,9 @@ def cmd_report(a: argparse.Namespace) -> int:
               f"inconclusive, {counts['unverified']} unverified, {counts['never run']} never run → {a.publish}")
         if a.readme and not sync_readme(a.readme):
             raise ConfigError(f"--readme: {a.readme!r} has no <!-- results: DIR --> ... <!-- /results --> block")
+    if a.publish_stability:
+        done = publish_stability(root, a.publish_stability)
+        print(f"stability studies: {', '.join(done) or 'none under ' + str(root)} → {a.publish_stability}/stability")
     return 0
 
 
