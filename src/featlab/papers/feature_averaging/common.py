@@ -127,10 +127,13 @@ class FASyntheticConfig(FADataConfig):
                         json_schema_extra={"range": [1000, 500, 2000]})
     radii: list[float] | None = Field(None, description="ℓ2 radii; default: Fig 3's axis 0:2:58 scaled by "
                                       "√(d/3072), so the theory's radii √(d/k), √(d/2) stay inside for any d")
-    pgd_steps: int = Field(50, ge=1, description="PGD iterations per radius")
-    pgd_step_factor: float = Field(2.5, gt=0, description="PGD step size = factor·δ/steps")
+    pgd_steps: int = Field(50, ge=1, description="PGD iterations per radius [paper silent: Madry et al.'s "
+                           "order of magnitude]", json_schema_extra={"range": [50, 10, 100]})
+    pgd_step_factor: float = Field(2.5, gt=0, description="PGD step size = factor·δ/steps [paper silent: Madry "
+                                   "et al.'s 2.5]", json_schema_extra={"range": [2.5, 1.0, 5.0]})
     pgd_random_start: bool = Field(True, description="start PGD uniformly in the ball")
-    pgd_restarts: int = Field(1, ge=1, description="PGD restarts (robust = survives all)")
+    pgd_restarts: int = Field(1, ge=1, description="PGD restarts (robust = survives all) [paper silent]",
+                              json_schema_extra={"range": [1, 2]})
     attacks: list[Literal["pgd", "pgd_softplus", "avgdir", "centre", "midpoint"]] = Field(
         ["pgd", "pgd_softplus", "avgdir", "centre", "midpoint"], description="the ℓ2 attacks; robust accuracy is the "
         "worst case over them, point by point (see papers/feature_averaging/attacks.py)")
