@@ -91,8 +91,9 @@ def cmd_report(a: argparse.Namespace) -> int:
         if a.readme and not sync_readme(a.readme):
             raise ConfigError(f"--readme: {a.readme!r} has no <!-- results: DIR --> ... <!-- /results --> block")
     if a.publish_stability:
-        done = publish_stability(root, a.publish_stability)
-        print(f"stability studies: {', '.join(done) or 'none under ' + str(root)} → {a.publish_stability}/stability")
+        studies = publish_stability(root, a.publish_stability)
+        print(f"stability studies: {', '.join(studies) or 'none under ' + str(root)} → "
+              f"{a.publish_stability}/stability")
     return 0
 
 
