@@ -151,6 +151,17 @@ class FASyntheticConfig(FADataConfig):
                   "must be a non-empty list of radii >= 0", "e.g. radii=[0,10,20]")
         return self
 
+    def estimate(self) -> list[Need]:
+        """The data and steps (base), plus the longer binary run, which the step fields do not count: at the paper
+        preset (10 000 steps) it is most of the run."""
+        needs = super().estimate()
+        if self.long_T and self.integrator == "gd":
+            D = gram.size(self)[1] if self.simulation == "gram" else int(self.d)
+            needs.append(Need(f"{self.long_T} steps of the longer binary run over {self.seeds} × {self.n} × {D} data",
+                              ("long_T",), flops=32.0 * int(self.seeds) * int(self.n) * D * self.long_T,
+                              steps=self.long_T))
+        return needs
+
     def radius_grid(self) -> list[float]:
         if self.radii is not None:
             return list(self.radii)

@@ -33,7 +33,7 @@ import torch
 from numpy.typing import ArrayLike
 from pydantic import Field, model_validator
 
-from ...config import check
+from ...config import Need, check
 from ...nn.twolayer import binary_readout, sign_prediction
 from ...probes.certify import robust_interval
 from ...probes.robustness import worst_case
@@ -88,6 +88,19 @@ class FAPhaseConfig(FASyntheticConfig):
             check(self.simulation == "gram" and self.integrator == "flow", "scaling", "'theory' needs "
                   "simulation=gram and integrator=flow (η = d⁻² at d up to 10¹³)", "set both, or scaling=fixed")
         return self
+
+
+    def estimate(self) -> list[Need]:
+        """Every cell that runs, one after another: their work adds up, their memory does not (the largest)."""
+        cells = [_cell(self, k, d) for k in self.ks for d in self.ds
+                 if d >= k and not (self.scaling == "theory" and d < k**10)]
+        needs = [n for c in cells for n in c.estimate()]
+        if not needs:
+            return []
+        return [Need(f"the largest of {len(cells)} cells' data", ("seeds", "n", "ds"),
+                     bytes=max(n.bytes for n in needs)),
+                Need(f"{len(cells)} cells one after another", ("ks", "ds", "T"), flops=sum(n.flops for n in needs),
+                     steps=sum(n.steps for n in needs))]
 
 
 EXTRA = ("ks", "ds", "n_radii", "min_clean", "width", "scaling", "horizon_power")
