@@ -83,6 +83,10 @@ def cmd_report(a: argparse.Namespace) -> int:
         missing = [f"{e} ({p})" for _, e, p, found in done if not found]
         print(f"docs: {len(done) - len(missing)} measured sections written from runs"
               + (f"; no run for {', '.join(missing)}" if missing else ""))
+    if a.publish_stability:  # before --publish: its page links the studies
+        studies = publish_stability(root, a.publish_stability)
+        print(f"stability studies: {', '.join(studies) or 'none under ' + str(root)} → "
+              f"{a.publish_stability}/stability")
     if a.publish:
         rate = matmul_rate()
         counts = publish(root, a.publish, a.preset, not_run=lambda e: _not_run_reason(root, e, a.preset, rate))
@@ -90,10 +94,6 @@ def cmd_report(a: argparse.Namespace) -> int:
               f"inconclusive, {counts['unverified']} unverified, {counts['never run']} never run → {a.publish}")
         if a.readme and not sync_readme(a.readme):
             raise ConfigError(f"--readme: {a.readme!r} has no <!-- results: DIR --> ... <!-- /results --> block")
-    if a.publish_stability:
-        studies = publish_stability(root, a.publish_stability)
-        print(f"stability studies: {', '.join(studies) or 'none under ' + str(root)} → "
-              f"{a.publish_stability}/stability")
     return 0
 
 
