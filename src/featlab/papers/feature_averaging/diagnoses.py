@@ -16,11 +16,9 @@ FA_SYNTHETIC = {
         "Lemma 5.3 bounds Δq by ε(k) only up to an unspecified T0 = exp(Õ(√k)) (Lemma B.7); at k = 10 the spread "
         "stays ≈ 0.3 × the mean margin, so it holds at the paper's ηT = 0.1 and the claim fails only on the long "
         "run (to ηt = 10), where margins reach 6; in the theorems' regime (theory preset) it holds",
-        "featlab run fa-synthetic --preset quick: spread 0.681 at T=100 (mean q 1.71), longer run (η = 0.05, 200 "
-        "steps) 1.85 at ηt = 10; with long_eta=0.01 long_T=1000: 0.886 at t=20, 1.267 at t=100, 1.828 at t=1000 "
-        "(mean q 2.4, 4.1, 6.4); independent numpy GD, 2 seeds: 0.553, 0.677 at T=100 (mean q 1.70, 1.71); "
-        "featlab run fa-synthetic --preset theory (d = k¹⁰, ηT = k⁸): 0.28, held; --preset paper (5 seeds, longer "
-        "run η = 1e-3, 10 000 steps): 1.90", presets=("quick", "paper")),
+        "fa-synthetic --preset quick: 0.681 at T=100, longer run 1.85 at ηt=10 (with η=0.01: 0.886, 1.267, 1.828 "
+        "at t=20, 100, 1000; mean q 2.4, 4.1, 6.4); numpy GD: 0.553, 0.677 at T=100; --preset paper: 1.90; "
+        "--preset theory (d=k¹⁰, ηT=k⁸): 0.28, held", presets=("quick", "paper")),
 }
 
 FA_ABLATION_LR = {
