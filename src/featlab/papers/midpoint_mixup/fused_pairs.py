@@ -10,9 +10,16 @@ row sums (×λ, to H_i) and column sums (×(1 − λ), to H_j) of the block.
 
 Determinism: the tasks (replica, block pair) are computed serially each, into their own buffers (sums over pairs in
 float64), and reduced in a fixed order, so the result depends neither on the number of threads nor on the number of
-replicas batched (the block size depends on N only). The kernel source is plain Python (it runs uncompiled too:
-``prange`` is ``range`` until :func:`_kernel` binds numba's); it is compiled on first use and cached on disk
-(``cache=True``: next to this file, or numba's user cache dir when that is read-only).
+replicas batched (the block size depends on N only). The kernel source is plain Python (it runs uncompiled too); it
+is compiled on first use and cached on disk (``cache=True``: next to this file, or numba's user cache dir when that
+is read-only).
+
+Threads: task t runs on thread t mod n, the calling thread one of them, the others a plain thread pool (the compiled
+tasks release the GIL). Measured at mm-multiview quick's shapes on 2 cores, numba's own threading layers were worse:
+with its workqueue the kernel ran at one thread's speed one step in two (3.5 vs 1.9 ms: the two woken workers
+shared a core for a while); OpenMP was fast on an idle machine but its workers spin (or, passive, wait at static
+barriers), and two runs side by side took 130–167 s each for Midpoint's 5000 steps, 11 s alone. Train inside
+:func:`kernel_threads`.
 """
 
 from __future__ import annotations
@@ -20,22 +27,26 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Any
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
 from ...nn.activations import SmoothedReLU
+from ...utils import torch_threads
 
-prange = range  # numba.prange once _kernel() compiles the kernels; the plain-Python kernels run with range
 _COMPILED: dict[str, object] = {}
 COMPILE_S: dict[str, float] = {}  # seconds of the first call: compiling (or loading the disk cache) and running
 _BLOCK = 16  # points per block side: tasks (E · nb(nb+1)/2) for the threads, a (B, P·M) float64 column buffer in L2
 
 
-def _pairs_kernel(HL, HR, y, lam, wts, mult, cls, val, k, n_pow, e_pow, alpha, rho, symmetric, B, need, f32,
-                  total, dH):
-    """total (E,) += Σ_{pairs} w_ij Σ_l wts_l [λ_l log φ_{y_i} + (1 − λ_l) log φ_{y_j}]; dH (E, N, P·M) += its gradient.
+def _pairs_tasks(HL, HR, y, lam, wts, mult, cls, val, k, n_pow, e_pow, alpha, rho, symmetric, B, need, f32,
+                 blk_i, blk_j, first, stride, tot, rowbuf, colbuf):
+    """The tasks t = first, first + stride, … of the (replica, block pair) grid: tot[t] = Σ_{pairs of t} w_ij Σ_l
+    wts_l [λ_l log φ_{y_i} + (1 − λ_l) log φ_{y_j}]; rowbuf[t], colbuf[t] (B, P·M) += its gradient's row and column
+    sums (to H_i and H_j of the block pair blk_i[t % nbp], blk_j[t % nbp]).
 
     HL, HR (E, L, N, P·M) float64: λ_l H and (1 − λ_l) H, the reference's own products (f32: computed in float32,
     whose sum z_ij is rounded to float32 as the reference's), so z_ij is the same number.
@@ -46,23 +57,11 @@ def _pairs_kernel(HL, HR, y, lam, wts, mult, cls, val, k, n_pow, e_pow, alpha, r
     P = mult.shape[0]
     M = PM // P
     R = cls.shape[1]
-    nb = (N + B - 1) // B
-    nbp = nb * (nb + 1) // 2 if symmetric else nb * nb
-    blk_i = np.empty(nbp, np.int64)
-    blk_j = np.empty(nbp, np.int64)
-    t = 0
-    for bi in range(nb):
-        for bj in range(bi if symmetric else 0, nb):
-            blk_i[t] = bi
-            blk_j[t] = bj
-            t += 1
+    nbp = blk_i.shape[0]
     T = E * nbp
-    tot = np.zeros(T)
-    rowbuf = np.zeros((T if need else 1, B, PM))
-    colbuf = np.zeros((T if need else 1, B, PM))
     linear = alpha == 0.0
     ra = 0.0 if linear else rho / alpha
-    for t in prange(T):
+    for t in range(first, T, stride):
         e = t // nbp
         bp = t - e * nbp
         i0 = blk_i[bp] * B
@@ -92,49 +91,64 @@ def _pairs_kernel(HL, HR, y, lam, wts, mult, cls, val, k, n_pow, e_pow, alpha, r
                     hr = HR[e, l, j]
                     w = (2.0 if symmetric and j > i else 1.0) * wl
                     # z = λH_i + (1 − λ)H_j (f32: the float32 sum the reference forms, exact in float64, rounded)
-                    if f32:
-                        for x in range(PM):
-                            z[x] = np.float32(hl[x] + hr[x])
-                    else:
-                        for x in range(PM):
-                            z[x] = hl[x] + hr[x]
-                    if linear:  # identity: a = z, a' = 1
-                        q[:] = 1.0
-                        a[:] = z
-                    else:  # ReLU~ (Def 4.2): u = clamp(z, 0, ρ)/ρ, q = ReLU~' = u^{α−1}, a = (z − ρ)_+ + (ρ/α) u q
-                        for x in range(PM):
-                            zc = z[x] if z[x] > 0.0 else 0.0
-                            u[x] = (zc if zc < rho else rho) / rho
-                        if n_pow > 0:  # by squaring, as the reference (each pass one vector loop)
-                            b[:] = u
-                            q[:] = 1.0
-                            n = n_pow
-                            while n:
-                                if n & 1:
-                                    for x in range(PM):
-                                        q[x] *= b[x]
-                                n >>= 1
-                                if n:
-                                    for x in range(PM):
-                                        b[x] *= b[x]
-                        elif n_pow == 0:  # α = 1: ReLU~' is the step
+                    if not linear and 1 <= n_pow <= 3:  # α ∈ {2, 3, 4}: one merged pass, nothing stored but q
+                        for m in range(M):
+                            s[m] = 0.0
+                        for p in range(P):
+                            mp = mult[p]
+                            for m in range(M):
+                                x = p * M + m
+                                zz = hl[x] + hr[x]
+                                if f32:
+                                    zz = np.float64(np.float32(zz))
+                                uu = min(max(zz, 0.0), rho) / rho
+                                qq = uu if n_pow == 1 else (uu * uu if n_pow == 2 else uu * (uu * uu))  # by squaring
+                                s[m] += mp * (max(zz - rho, 0.0) + ra * uu * qq)
+                                q[x] = mp * qq
+                    else:  # the general passes
+                        if f32:
                             for x in range(PM):
-                                q[x] = 1.0 if z[x] > 0.0 else 0.0
+                                z[x] = np.float32(hl[x] + hr[x])
                         else:
                             for x in range(PM):
-                                q[x] = u[x] ** e_pow
-                        for x in range(PM):
-                            zr = z[x] - rho
-                            a[x] = (zr if zr > 0.0 else 0.0) + ra * u[x] * q[x]
-                    # Eq. 4.1: s_m = Σ_p mult_p a_pm; q becomes mult_p ReLU~'(z_pm)
-                    s[:] = 0.0
-                    for p in range(P):
-                        mp = mult[p]
-                        ap = a[p * M:(p + 1) * M]
-                        qp = q[p * M:(p + 1) * M]
-                        for m in range(M):
-                            s[m] += mp * ap[m]
-                            qp[m] *= mp
+                                z[x] = hl[x] + hr[x]
+                        if linear:  # identity: a = z, a' = 1
+                            q[:] = 1.0
+                            a[:] = z
+                        else:  # ReLU~ (Def 4.2): u = clamp(z, 0, ρ)/ρ, q = ReLU~' = u^{α−1}, a = (z − ρ)_+ + (ρ/α) u q
+                            for x in range(PM):
+                                zc = z[x] if z[x] > 0.0 else 0.0
+                                u[x] = (zc if zc < rho else rho) / rho
+                            if n_pow > 0:  # by squaring, as the reference (each pass one vector loop)
+                                b[:] = u
+                                q[:] = 1.0
+                                n = n_pow
+                                while n:
+                                    if n & 1:
+                                        for x in range(PM):
+                                            q[x] *= b[x]
+                                    n >>= 1
+                                    if n:
+                                        for x in range(PM):
+                                            b[x] *= b[x]
+                            elif n_pow == 0:  # α = 1: ReLU~' is the step
+                                for x in range(PM):
+                                    q[x] = 1.0 if z[x] > 0.0 else 0.0
+                            else:
+                                for x in range(PM):
+                                    q[x] = u[x] ** e_pow
+                            for x in range(PM):
+                                zr = z[x] - rho
+                                a[x] = (zr if zr > 0.0 else 0.0) + ra * u[x] * q[x]
+                        # Eq. 4.1: s_m = Σ_p mult_p a_pm; q becomes mult_p ReLU~'(z_pm)
+                        s[:] = 0.0
+                        for p in range(P):
+                            mp = mult[p]
+                            ap = a[p * M:(p + 1) * M]
+                            qp = q[p * M:(p + 1) * M]
+                            for m in range(M):
+                                s[m] += mp * ap[m]
+                                qp[m] *= mp
                     g[:] = 0.0
                     for m in range(M):
                         for r in range(R):
@@ -174,34 +188,80 @@ def _pairs_kernel(HL, HR, y, lam, wts, mult, cls, val, k, n_pow, e_pow, alpha, r
                     for x in range(PM):
                         ro[x] += racc[x]
         tot[t] = acc
-    for r_e in prange(E):  # the fixed-order reduction of the tasks' buffers
-        for r_t in range(r_e * nbp, (r_e + 1) * nbp):
-            total[r_e] += tot[r_t]
+
+
+def _reduce(blk_i, blk_j, B, tot, rowbuf, colbuf, need, total, dH):
+    """total (E,) and dH (E, N, P·M) += the tasks' buffers, in the tasks' order (the same sums for any threads)."""
+    N = dH.shape[1]
+    PM = dH.shape[2]
+    nbp = blk_i.shape[0]
+    for e in range(total.shape[0]):
+        for t in range(e * nbp, (e + 1) * nbp):
+            total[e] += tot[t]
             if need:
-                r_i0 = blk_i[r_t - r_e * nbp] * B
-                r_j0 = blk_j[r_t - r_e * nbp] * B
-                for ii in range(min(B, N - r_i0)):
+                i0 = blk_i[t - e * nbp] * B
+                j0 = blk_j[t - e * nbp] * B
+                for ii in range(min(B, N - i0)):
                     for x in range(PM):
-                        dH[r_e, r_i0 + ii, x] += rowbuf[r_t, ii, x]
-                for jj in range(min(B, N - r_j0)):
+                        dH[e, i0 + ii, x] += rowbuf[t, ii, x]
+                for jj in range(min(B, N - j0)):
                     for x in range(PM):
-                        dH[r_e, r_j0 + jj, x] += colbuf[r_t, jj, x]
+                        dH[e, j0 + jj, x] += colbuf[t, jj, x]
 
 
 def _kernel():
-    """The compiled kernel (numba imported and the kernel compiled or loaded from the disk cache on first use)."""
-    if "pairs" not in _COMPILED:
+    """The compiled kernels (numba imported and compiled or loaded from the disk cache on first use): the tasks
+    without the GIL (threads run them side by side) and the reduction."""
+    if "tasks" not in _COMPILED:
         import numba  # an optional heavy import (≈ 0.5 s): only when the fused path runs
 
-        global prange
-        prange = numba.prange
-        if "NUMBA_THREADING_LAYER" not in os.environ:  # unless chosen: OpenMP's workers spin after each kernel and
-            numba.config.THREADING_LAYER = "workqueue"  # fight torch's own (measured 10x slower on 2 busy cores)
-        try:
-            _COMPILED["pairs"] = numba.njit(cache=True, parallel=True)(_pairs_kernel)
-        except RuntimeError:  # no writable cache location (read-only install, no user cache dir): compile per process
-            _COMPILED["pairs"] = numba.njit(cache=False, parallel=True)(_pairs_kernel)
-    return _COMPILED["pairs"]
+        for name, f in (("tasks", _pairs_tasks), ("reduce", _reduce)):
+            try:
+                _COMPILED[name] = numba.njit(cache=True, nogil=True)(f)
+            except RuntimeError:  # no writable cache location (read-only install, no user cache dir): per process
+                _COMPILED[name] = numba.njit(cache=False, nogil=True)(f)
+    return _COMPILED["tasks"], _COMPILED["reduce"]
+
+
+def _block_pairs(N: int, B: int, symmetric: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The block pairs (bi, bj) of the pair grid, bi <= bj when symmetric, in a fixed order."""
+    nb = (N + B - 1) // B
+    pairs = [(bi, bj) for bi in range(nb) for bj in range(bi if symmetric else 0, nb)]
+    return np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64)
+
+
+def _run(args: tuple, f32: bool, symmetric: bool, need: bool, total: np.ndarray, dH: np.ndarray) -> None:
+    """Every task of the (replica, block pair) grid, task t on thread t mod n (the calling thread is one of them;
+    n = :func:`kernel_threads`' count or torch's), then the fixed-order reduction: the sums do not depend on n.
+
+    args = (HL, HR, y, lam, wts, mult, cls, val, k, n_pow, e_pow, alpha, rho), see :func:`_pairs_tasks`."""
+    tasks, reduce = _kernel()
+    E, _, N, F = args[0].shape
+    blk_i, blk_j = _block_pairs(N, _BLOCK, symmetric)
+    T = E * len(blk_i)
+    tot = np.zeros(T)
+    rowbuf = np.zeros((T if need else 1, _BLOCK, F))
+    colbuf = np.zeros((T if need else 1, _BLOCK, F))
+    n = max(1, min(_KERNEL_THREADS[-1] if _KERNEL_THREADS else torch.get_num_threads(), T))
+
+    def part(first: int) -> None:
+        tasks(*args, symmetric, _BLOCK, need, f32, blk_i, blk_j, first, n, tot, rowbuf, colbuf)
+
+    others = [_pool().submit(part, first) for first in range(1, n)]
+    part(0)
+    for f in others:
+        f.result()
+    reduce(blk_i, blk_j, _BLOCK, tot, rowbuf, colbuf, need, total, dH)
+
+
+_POOL: list[ThreadPoolExecutor] = []
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The worker threads of :func:`_run` (created on first use; the numba tasks release the GIL)."""
+    if not _POOL:
+        _POOL.append(ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="featlab-pairs"))
+    return _POOL[0]
 
 
 def available() -> bool:
@@ -270,13 +330,11 @@ class _FusedPairsSum(torch.autograd.Function):
         F = HL.shape[-1]
         total = np.zeros(E)
         dH = np.zeros((E, N, F) if need else (1, 1, 1))
-        kern = _kernel()
-        _threads()
         t = time.perf_counter()
-        kern(HL.double().contiguous().numpy(), HR.double().contiguous().numpy(), y.long().contiguous().numpy(),
-             lam.to(H).double().contiguous().numpy(), wts.to(H).double().contiguous().numpy(), mvn, cls, val,
-             int(k), int(n_pow),
-             float(e_pow), float(alpha), float(rho), bool(symmetric), _BLOCK, need, H.dtype == torch.float32, total, dH)
+        _run((HL.double().contiguous().numpy(), HR.double().contiguous().numpy(), y.long().contiguous().numpy(),
+              lam.to(H).double().contiguous().numpy(), wts.to(H).double().contiguous().numpy(), mvn, cls, val,
+              int(k), int(n_pow), float(e_pow), float(alpha), float(rho)), H.dtype == torch.float32, bool(symmetric),
+             need, total, dH)
         COMPILE_S.setdefault("first call", time.perf_counter() - t)
         if need:
             g = torch.from_numpy(dH).to(H.dtype)
@@ -292,9 +350,20 @@ class _FusedPairsSum(torch.autograd.Function):
         return (dH * g[:, None, None, None],) + (None,) * 6
 
 
-def _threads() -> None:
-    """numba's threads follow torch's setting (one-thread runs side by side stay one thread each)."""
-    import numba
+_KERNEL_THREADS: list[int] = []  # the kernel's thread count inside kernel_threads() (a stack: they may nest)
 
-    cfg: Any = numba.config  # its attributes are set at import, unknown to a type checker
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), cfg.NUMBA_NUM_THREADS)))
+
+@contextmanager
+def kernel_threads() -> Iterator[None]:
+    """A training loop around the kernel: torch at one thread, the kernel at torch's count on entry.
+
+    After any multi-threaded torch op (the step's H = xW, its weight gradient) torch's OpenMP workers spin for
+    milliseconds and take the core the kernel's second thread needs: measured at mm-multiview quick's shapes, the
+    kernel ran at one thread's speed (4.1 ms; 2.2 ms without the spin). The torch ops around it are small enough
+    that one thread loses nothing; numbers do not change (the kernel's sums do not depend on its threads)."""
+    _KERNEL_THREADS.append(torch.get_num_threads())
+    try:
+        with torch_threads(1):
+            yield
+    finally:
+        _KERNEL_THREADS.pop()

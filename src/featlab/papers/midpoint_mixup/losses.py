@@ -18,7 +18,9 @@ import math
 import torch
 
 from ...nn.twolayer import logits_from_preact, patch_logits, patch_preactivation
+from ...train.mixup import random_pairing, sample_beta
 from ...train.objectives import cross_entropy
+from ...utils import generator
 from .pairs import all_pairs_sum
 
 
@@ -119,3 +121,33 @@ def mixup_infimum(y: torch.Tensor, a: float) -> torch.Tensor:
     """inf_h J_M(h, X, Beta(a, a)) (E,): each cross-class mixed point costs the binary entropy of λ, same-class
     ones 0 (App. C); a = inf gives Midpoint Mixup's log 2 per cross-class pair."""
     return cross_class_fraction(y) * beta_entropy(a)
+
+
+# ------------------------------------------------------------------------------------------ one method's objective
+def make_loss(method: str, cfg, net, x, y, mult, seeds):
+    """loss_fn(step) -> (E,) for ERM (Eq. 2.1), Midpoint Mixup (Eq. 3.1) or Beta(a, a) Mixup (Eq. 2.2), as a
+    multi-view config (``pairs``, ``mix_lam``, ``mixup_a``, ``lam_draws``, ``chunk``, ``pairs_kernel``) asks."""
+    gens = [generator(s, f"mix/{method}") for s in seeds]
+    N = y.shape[1]
+    if method == "erm":
+        return lambda step: erm_loss(net, x, y, mult)
+    ends = getattr(cfg, "mix_lam", "paper") == "endpoints"
+    kern = getattr(cfg, "pairs_kernel", "auto")
+    if cfg.pairs == "all" and ends:  # λ ∈ {0, 1}, ½ each (a symmetric set: exact with the unordered pairs)
+        lam01 = torch.tensor([0.0, 1.0], device=x.device)
+        return lambda step: mixup_all_pairs_loss(net, x, y, lam01, mult=mult, chunk=cfg.chunk, kernel=kern)
+    if cfg.pairs == "all":
+        if method == "midpoint":
+            return lambda step: midpoint_all_pairs_loss(net, x, y, mult, chunk=cfg.chunk, kernel=kern)
+        return lambda step: mixup_all_pairs_loss(net, x, y, sample_beta(cfg.mixup_a, cfg.lam_draws, gens),
+                                                 mult=mult, chunk=cfg.chunk, kernel=kern)
+
+    def sampled(step):
+        partner = random_pairing(N, generator=gens, independent=True)  # (E, N): one uniform partner per point
+        lam = (torch.full((len(seeds), 1), 0.5, device=x.device) if method == "midpoint"
+               else sample_beta(cfg.mixup_a, 1, gens))
+        if ends:
+            lam = torch.tensor([[float(torch.randint(0, 2, (1,), generator=g))] for g in gens], device=x.device)
+        return mixup_sampled_loss(net, x, y, partner, lam, mult)
+
+    return sampled

@@ -25,13 +25,13 @@ from ...nn.activations import SmoothedReLU
 from ...nn.twolayer import EnsembleTwoLayer, block_readout
 from ...runs.registry import experiment
 from ...train.loop import train
-from ...train.mixup import random_pairing, sample_beta
 from ...utils import generator
 from . import plots as plots_mm
 from .data import MultiViewDistribution, compress_patches, embed, orthonormal_features
 from .diagnoses import MM_MULTIVIEW, with_diagnoses
+from .fused_pairs import kernel_threads
 from .learned_features import correlation_stats, correlations, feature_test, learned_counts, train_accuracy
-from .losses import erm_loss, midpoint_all_pairs_loss, mixup_all_pairs_loss, mixup_sampled_loss
+from .losses import make_loss
 from .multiview_claims import ASSUMPTIONS, CLAIMS, CONTROLS, LONG, NEEDS, judge
 from .prop44 import data_margin, prop44_margins
 
@@ -156,34 +156,6 @@ def patch_cnn(cfg: MultiViewConfig, seeds, dtype, dim: int, device=None) -> Ense
                                  role="init")
 
 
-def make_loss(method: str, cfg, net, x, y, mult, seeds):
-    """loss_fn(step) -> (E,) for ERM (Eq. 2.1), Midpoint Mixup (Eq. 3.1) or Beta(a, a) Mixup (Eq. 2.2)."""
-    gens = [generator(s, f"mix/{method}") for s in seeds]
-    N = y.shape[1]
-    if method == "erm":
-        return lambda step: erm_loss(net, x, y, mult)
-    ends = getattr(cfg, "mix_lam", "paper") == "endpoints"
-    kern = getattr(cfg, "pairs_kernel", "auto")
-    if cfg.pairs == "all" and ends:  # λ ∈ {0, 1}, ½ each (a symmetric set: exact with the unordered pairs)
-        lam01 = torch.tensor([0.0, 1.0])
-        return lambda step: mixup_all_pairs_loss(net, x, y, lam01, mult=mult, chunk=cfg.chunk, kernel=kern)
-    if cfg.pairs == "all":
-        if method == "midpoint":
-            return lambda step: midpoint_all_pairs_loss(net, x, y, mult, chunk=cfg.chunk, kernel=kern)
-        return lambda step: mixup_all_pairs_loss(net, x, y, sample_beta(cfg.mixup_a, cfg.lam_draws, gens),
-                                                 mult=mult, chunk=cfg.chunk, kernel=kern)
-
-    def sampled(step):
-        partner = random_pairing(N, generator=gens, independent=True)  # (E, N): one uniform partner per point
-        lam = (torch.full((len(seeds), 1), 0.5, device=x.device) if method == "midpoint"
-               else sample_beta(cfg.mixup_a, 1, gens))
-        if ends:
-            lam = torch.tensor([[float(torch.randint(0, 2, (1,), generator=g))] for g in gens], device=x.device)
-        return mixup_sampled_loss(net, x, y, partner, lam, mult)
-
-    return sampled
-
-
 def _state(net, cfg, dist, te, x, y, mult, V, emb) -> dict[str, Any]:
     """Def 4.5 per class and feature, the correlation statistics (App. B) and the train accuracy of ``net``."""
     with torch.no_grad():
@@ -211,8 +183,9 @@ def fit(method, cfg, seeds, dtype, dist, tr, te, V=None):
                 out[f"Lambda[y={y + 1},l={ell}]"] = st["Lambda"][:, y, ell - 1]
         return out
 
-    res = train([net.W], make_loss(method, cfg, net, x, tr.y, mult, seeds), cfg.steps, seeds=seeds, lr=cfg.eta,
-                probe=probe, probe_every=cfg.probe_every, prefix=f"{method}.", desc=method)
+    with kernel_threads():  # torch at one thread, the fused pair kernel at two (ERM's steps are as small)
+        res = train([net.W], make_loss(method, cfg, net, x, tr.y, mult, seeds), cfg.steps, seeds=seeds,
+                    lr=cfg.eta, probe=probe, probe_every=cfg.probe_every, prefix=f"{method}.", desc=method)
     return net, res, (x, mult, emb)
 
 
@@ -276,7 +249,8 @@ def train_on(cfg: MultiViewConfig, method: str, net, seeds, dist, tr, te, inputs
     per, done = [], cfg.steps
     while done < cfg.long_steps:
         n = min(cfg.probe_every, cfg.long_steps - done)
-        res = train([net.W], loss, n, seeds=seeds, lr=cfg.eta, probe_every=n, desc=f"{method} (on)")
+        with kernel_threads():
+            res = train([net.W], loss, n, seeds=seeds, lr=cfg.eta, probe_every=n, desc=f"{method} (on)")
         if res.status != "complete":
             raise TrainingDiverged(res.message)
         done += n

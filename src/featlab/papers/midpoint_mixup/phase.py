@@ -35,11 +35,13 @@ from ...runs.claims import Assumption, AtLeast, Claim, Control
 from ...runs.registry import experiment
 from ...runs.resources import sequential
 from ...train.loop import train
-from ...utils import Replicas, torch_threads
+from ...utils import Replicas
 from .data import MultiViewDistribution, compress_patches, patch_net_needs
 from .diagnoses import MM_PHASE, with_diagnoses
+from .fused_pairs import kernel_threads
 from .learned_features import feature_test, learned_counts, train_accuracy
-from .multiview import MultiViewConfig, make_loss, patch_cnn
+from .losses import make_loss
+from .multiview import MultiViewConfig, patch_cnn
 from .phase_plots import phase_figure
 
 
@@ -172,7 +174,7 @@ def _fit(method: str, sub: MultiViewConfig, reps: Replicas, dtype, dist, tr, te,
         learned, _ = feature_test(net, dist, te, sub.learned_threshold)
         return {"frac_classes_both": learned_counts(learned)[:, 2].to(dtype) / sub.k}
 
-    with torch_threads(1):  # small steps: one thread beats two on a shared machine (RFA's threads_for rule)
+    with kernel_threads():  # small steps: torch at one thread, the fused pair kernel at torch's count
         res = train([net.W], make_loss(method, sub, net, xc, tr.y, mult, reps), steps, seeds=reps,
                     lr=sub.eta, probe=probe, probe_every=sub.probe_every, prefix=f"{method}.",
                     desc=f"k={sub.k} {method}")
