@@ -92,19 +92,9 @@ class EnsembleTwoLayer(nn.Module):
 
         ``shared=None`` treats a 2-D x as shared and anything else as per-replica.
         """
-        E, M, d = self.W.shape
-        if shared is None:
-            shared = x.dim() == 2
-        if not shared:
-            lead = x.shape[:-1]
-            z = ensemble_linear(x.reshape(E, -1, d), self.W).reshape(*lead, M)
-        else:  # shared inputs: one big matmul over all replicas' neurons
-            lead = x.shape[:-1]
-            # F.linear's weight gradient is Gᵀx, the fast form (see _EnsembleLinear)
-            z = torch.nn.functional.linear(x.reshape(-1, d), self.W.reshape(E * M, d)).reshape(*lead, E, M)
-            z = z.movedim(-2, 0)
+        z = first_layer(self.W, x, shared)
         if self.b is not None:
-            z = z + self.b.reshape(E, *([1] * (z.dim() - 2)), M)
+            z = z + self.b.reshape(self.E, *([1] * (z.dim() - 2)), -1)
         return z
 
     def features(self, x: torch.Tensor, shared: bool | None = None) -> torch.Tensor:
@@ -125,6 +115,31 @@ class EnsembleTwoLayer(nn.Module):
         """A detached copy holding replica i alone (E = 1)."""
         b = None if self.b is None else self.b.detach()[i : i + 1].clone()
         return EnsembleTwoLayer(self.W.detach()[i : i + 1].clone(), self.A.clone(), b, self.activation, self.squeeze)
+
+
+def first_layer(W: torch.Tensor, x: torch.Tensor, shared: bool | None = None) -> torch.Tensor:
+    """<w, x> per replica and neuron, no bias: W (E, M, d), x (E, n, [P,] d) or (n, [P,] d) shared → (E, n, [P,] M).
+
+    ``shared=None`` treats a 2-D x as shared and anything else as per-replica."""
+    E, M, d = W.shape
+    lead = x.shape[:-1]
+    if not (x.dim() == 2 if shared is None else shared):
+        return ensemble_linear(x.reshape(E, -1, d), W).reshape(*lead, M)
+    # shared inputs: one big matmul over all replicas' neurons (F.linear's weight gradient is Gᵀx, the fast form)
+    z = torch.nn.functional.linear(x.reshape(-1, d), W.reshape(E * M, d)).reshape(*lead, E, M)
+    return z.movedim(-2, 0)
+
+
+def joint_preactivation(nets: list[EnsembleTwoLayer], x: torch.Tensor, shared: bool | None = None
+                        ) -> list[torch.Tensor]:
+    """Each net's ``preactivation(x)`` from one product over their concatenated first layers: the nets read x once
+    (the cost of a step when n·d ≫ their widths) instead of once each. Differentiable in every net's W and b; the
+    same numbers as the nets one by one up to the BLAS's rounding of a wider product."""
+    z = first_layer(torch.cat([net.W for net in nets], 1), x, shared)
+    out = []
+    for net, zi in zip(nets, z.split([net.W.shape[1] for net in nets], -1)):
+        out.append(zi if net.b is None else zi + net.b.reshape(net.E, *([1] * (zi.dim() - 2)), -1))
+    return out
 
 
 # -------------------------------------------------------------------- patch read-outs (MM Def 4.2)

@@ -24,8 +24,8 @@ from pydantic import Field, model_validator
 
 from ...config import ExperimentConfig, Need, check
 from ...data.base import Batch
-from ...nn.twolayer import EnsembleTwoLayer, block_readout, sign_prediction, signed_readout
-from ...train.loop import train
+from ...nn.twolayer import EnsembleTwoLayer, block_readout, joint_preactivation, sign_prediction, signed_readout
+from ...train.loop import TrainResult, train
 from ...train.objectives import cross_entropy, logistic
 from ...utils import per_replica, torch_threads
 from . import gram, measures
@@ -240,16 +240,19 @@ def _fit(cfg, params, loss_fn, seeds, probe, prefix):
                  prefix=prefix, desc=f"{prefix}GD")
 
 
-def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
-    """Full-batch GD on the logistic loss (FA eq. 1)."""
+def _binary_start(cfg, seeds, dist, tr) -> EnsembleTwoLayer:
     net = binary_net(cfg, seeds, tr.x.dtype, tr.x.device, dist)
     if cfg.init == "decoupled":  # a control: GD starts at Thm D.3's robust network, not near 0
         with torch.no_grad():
             pos, neg = dist.positive.nonzero().flatten(), (~dist.positive).nonzero().flatten()
             r = torch.arange(cfg.m, device=pos.device)
             net.W.add_(dist.mu[:, torch.cat([pos[r % len(pos)], neg[r % len(neg)]])].to(net.W.dtype))
+            assert net.b is not None  # the binary net has biases (§3.2)
             net.b.add_(-cfg.alpha * cfg.d / 2)
-    x = train_inputs(cfg, tr)
+    return net
+
+
+def _binary_probe(cfg, dist, tr, net, x):
     mask = measures.in_class_mask(dist.positive, cfg.m, cfg.m)
 
     def probe(step):
@@ -262,22 +265,63 @@ def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
         return {"train_acc": acc, "cos_in_class_mean": measures.averaging_stats(cos, mask)["cos_in_class_mean"],
                 "margin_spread": q.amax(-1) - q.amin(-1), "margin_mean": q.mean(-1),
                 "lambda_in_class_min": lam.amin(-1), "lambda_in_class_max": lam.amax(-1)}
+    return probe
 
-    res = _fit(cfg, [net.W, net.b], lambda step: logistic(net(x), tr.y), seeds, probe, prefix)
+
+def _kclass_probe(cfg, dist, tr, net, x):
+    def probe(step):
+        with torch.no_grad():
+            logits = net(x)
+            acc = (logits.argmax(-1) == tr.cluster).to(x.dtype).mean(-1)
+            cos = measures.cosine_matrix(dist.mu, measures.equivalent_weights(net.W, cfg.k))
+        return {"train_acc_kclass": acc, "cos_diag_mean": measures.decoupling_stats(cos)["cos_diag_mean"]}
+    return probe
+
+
+def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
+    """Full-batch GD on the logistic loss (FA eq. 1)."""
+    net, x = _binary_start(cfg, seeds, dist, tr), train_inputs(cfg, tr)
+    res = _fit(cfg, [net.W, net.b], lambda step: logistic(net(x), tr.y), seeds, _binary_probe(cfg, dist, tr, net, x),
+               prefix)
     return net, res
 
 
 def fit_kclass(cfg, seeds, dist, tr, prefix="multiclass."):
     """Full-batch GD on the cross-entropy of the cluster labels (FA §3.2 / §4.2)."""
-    net = kclass_net(cfg, seeds, tr.x.dtype, tr.x.device, dist)
-    x, c = train_inputs(cfg, tr), tr.cluster
+    net, x = kclass_net(cfg, seeds, tr.x.dtype, tr.x.device, dist), train_inputs(cfg, tr)
+    res = _fit(cfg, [net.W], lambda step: cross_entropy(net(x), tr.cluster), seeds,
+               _kclass_probe(cfg, dist, tr, net, x), prefix)
+    return net, res
+
+
+def fit_both(cfg, seeds, dist, tr) -> tuple[EnsembleTwoLayer, TrainResult, EnsembleTwoLayer, TrainResult]:
+    """:func:`fit_binary` and :func:`fit_kclass` trained together: the same T GD steps at η on the same points, the
+    two first layers in one product per step, so the data are read once (half the step's cost when n·d is large).
+    Each net's update is its own loss's gradient, as apart; the records are split back by net. The flow integrator
+    (its step sizes adapt to the loss) still fits them one at a time."""
+    if cfg.integrator == "flow":
+        return (*fit_binary(cfg, seeds, dist, tr), *fit_kclass(cfg, seeds, dist, tr))
+    bnet, knet, x = _binary_start(cfg, seeds, dist, tr), kclass_net(cfg, seeds, tr.x.dtype, tr.x.device, dist), \
+        train_inputs(cfg, tr)
+    probes = {"binary.": _binary_probe(cfg, dist, tr, bnet, x), "multiclass.": _kclass_probe(cfg, dist, tr, knet, x)}
+    last: dict[str, torch.Tensor] = {}
+
+    def loss_fn(step):
+        zb, zk = joint_preactivation([bnet, knet], x)
+        last["binary."], last["multiclass."] = logistic(bnet.head(zb), tr.y), cross_entropy(knet.head(zk), tr.cluster)
+        return last["binary."] + last["multiclass."]
 
     def probe(step):
-        with torch.no_grad():
-            logits = net(x)
-            acc = (logits.argmax(-1) == c).to(x.dtype).mean(-1)
-            cos = measures.cosine_matrix(dist.mu, measures.equivalent_weights(net.W, cfg.k))
-        return {"train_acc_kclass": acc, "cos_diag_mean": measures.decoupling_stats(cos)["cos_diag_mean"]}
+        return {f"{net}{name}": v for net, f in probes.items() for name, v in {"loss": last[net].detach(),
+                                                                              **f(step)}.items()}
 
-    res = _fit(cfg, [net.W], lambda step: cross_entropy(net(x), c), seeds, probe, prefix)
-    return net, res
+    params: list = [bnet.W, bnet.b, knet.W]
+    res = train(params, loss_fn, cfg.T, seeds=seeds, lr=cfg.eta, probe=probe,
+                probe_every=cfg.probe_every, desc="binary + multiclass GD")
+    return bnet, _split(res, "binary."), knet, _split(res, "multiclass.")
+
+
+def _split(res: TrainResult, prefix: str) -> TrainResult:
+    """One net's records of a joint training (the joint ``loss`` dropped); status and time are the joint run's."""
+    return TrainResult(res.status, res.steps_done, res.message, [r for r in res.records if r[2].startswith(prefix)],
+                       res.elapsed_s)

@@ -43,7 +43,7 @@ from ...runs.uncertainty import Bracket
 from ...train.loop import TrainResult
 from ...utils import generator, torch_threads
 from . import assumptions, attacks, gram, measures
-from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
+from .common import FASyntheticConfig, fit_both, make_data
 from .phase_plots import phase_figure
 
 # Student t 97.5 % quantiles for 1..30 degrees of freedom (the last also used above 30: a slightly wide interval)
@@ -148,8 +148,7 @@ def _measure(ctx, cfg: FAPhaseConfig, k: int, d: int) -> tuple[dict[str, torch.T
     """One cell's per-seed (E,) measurements; the attacks only for the claims this run judges."""
     sub, seeds, dtype = _cell(cfg, k, d), ctx.seeds, ctx.dtype
     dist, tr, te = make_data(sub, seeds, dtype, ctx.device)
-    bnet, bres = fit_binary(sub, seeds, dist, tr)
-    knet, kres = fit_kclass(sub, seeds, dist, tr)
+    bnet, bres, knet, kres = fit_both(sub, seeds, dist, tr)
     _, st = measures.binary_alignment(bnet, dist, sub.m)
     with torch.no_grad():
         b_acc = (sign_prediction(bnet(te.x)) == te.y).to(dtype).mean(-1)

@@ -17,7 +17,7 @@ from ...runs.registry import experiment
 from ...utils import generator, progress_bar
 from . import attacks, measures
 from .assumptions import THEORY
-from .common import FASyntheticConfig, fit_binary, fit_kclass, make_data
+from .common import FASyntheticConfig, fit_binary, fit_both, make_data
 from .diagnoses import diagnosed
 from .synthetic_claims import (
     ASSUMPTIONS,
@@ -49,9 +49,8 @@ def fa_synthetic(ctx) -> None:
     cfg: FASyntheticConfig = ctx.cfg
     seeds = ctx.seeds
     dist, tr, te = make_data(cfg, seeds, ctx.dtype, ctx.device)
-    bnet, bres = fit_binary(cfg, seeds, dist, tr)
+    bnet, bres, knet, kres = fit_both(cfg, seeds, dist, tr)
     ctx.trained(bres)
-    knet, kres = fit_kclass(cfg, seeds, dist, tr)
     ctx.trained(kres)
 
     long = None
