@@ -60,18 +60,22 @@ class MultiViewConfig(ExperimentConfig):
     delta4: float = Field(0.002, ge=0, description="upper end of γ")
     Q: int = Field(2, ge=0, description="feature-noise classes per point (Θ(1))")
     positions: Literal["fixed", "random"] = Field(
-        "fixed", description="signal patch positions [Def 4.1 'via any method']: fixed = patches 1..C_P carry v_{y,1}, "
-        "C_P+1..2C_P carry v_{y,2} in every point (public code); random = drawn per point")
+        "fixed", description="signal patch positions [paper silent: Def 4.1 'via any method']: fixed = patches 1..C_P "
+        "carry v_{y,1}, C_P+1..2C_P carry v_{y,2} in every point (public code); random = drawn per point",
+        json_schema_extra={"range": ["fixed", "random"]})
     bijection: Literal["ordered", "random"] = Field(
-        "ordered", description="φ: P_{y,1} → P_{y,2} [Def 4.1]: i-th to i-th, or a random permutation per point")
+        "ordered", description="φ: P_{y,1} → P_{y,2} [paper silent: Def 4.1 asks only for a bijection]: i-th to "
+        "i-th, or a random permutation per point", json_schema_extra={"range": ["ordered", "random"]})
     beta_law: Literal["uniform", "triangular"] = Field(
-        "uniform", description="symmetric law of β_{y,p} on [δ1, δ2 − δ1] [footnote 1's example: uniform]")
+        "uniform", description="symmetric law of β_{y,p} on [δ1, δ2 − δ1] [paper silent: footnote 1's example is "
+        "uniform]", json_schema_extra={"range": ["uniform", "triangular"]})
     noise_classes: Literal["random", "next"] = Field(
         "random", description="the Q noise classes of a point: Q distinct classes ≠ y uniformly per point (App. C.3 "
-        "does so for Q = 1), or y+1..y+Q mod k")
+        "does so for Q = 1), or y+1..y+Q mod k [paper silent for Q > 1]",
+        json_schema_extra={"range": ["random", "next"]})
     gamma_law: Literal["per-point", "per-patch"] = Field(
-        "per-point", description="γ_{j,ℓ} ~ U[δ3, δ4] once per point, shared by its noise patches (γ has no patch "
-        "index in Def 4.1), or per patch")
+        "per-point", description="γ_{j,ℓ} ~ U[δ3, δ4] once per point, shared by its noise patches, or per patch "
+        "[paper silent: γ has no patch index in Def 4.1]", json_schema_extra={"range": ["per-point", "per-patch"]})
     methods: list[Literal["erm", "midpoint", "mixup"]] = Field(list(METHODS), description="objectives to train")
     mixup_a: float = Field(1.0, gt=0, description="the 'mixup' method's λ ~ Beta(a, a) [a = 1: uniform Mixup, §5]")
     pairs: Literal["all", "sampled"] = Field(
@@ -85,7 +89,9 @@ class MultiViewConfig(ExperimentConfig):
         "full: materialise x ∈ R^{P×d} and W ∈ R^{km×d}")
     n_test_per_class: int = Field(100, ge=1, description="fresh points per class for the Def 4.5 test")
     learned_threshold: float = Field(0.9, gt=0, le=1, description="Def 4.5 at dataset level: v_{y,ℓ} is learned "
-                                     "when ≥ this share of class y's single-view points are classified y (strictly)")
+                                     "when ≥ this share of class y's single-view points are classified y (strictly) "
+                                     "[paper silent: Def 4.5 is per point]",
+                                     json_schema_extra={"range": [0.9, 0.8, 0.95]})
     traj_classes: int = Field(3, ge=1, description="classes whose correlation trajectories are drawn")
     chunk: int = Field(1 << 14, ge=1, description="mixed pairs per chunk of the all-pairs losses (memory bound)")
     pairs_kernel: Literal["auto", "fused", "reference"] = Field("auto", description="all-pairs losses: one fused "
