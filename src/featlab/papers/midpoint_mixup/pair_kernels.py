@@ -118,9 +118,20 @@ def pairs_tasks(HL, HR, y, lam, wts, mult, cls, val, k, n_pow, e_pow, alpha, rho
                                 s[m] += mp * ap[m]
                                 qp[m] *= mp
                     g[:] = 0.0
-                    for m in range(M):
-                        for r in range(R):
-                            g[cls[m, r]] += val[m, r] * s[m]
+                    if R == 1:  # a block read-out: sum each run of one class in a register (no store→load chain)
+                        c = cls[0, 0]
+                        gc = 0.0
+                        for m in range(M):
+                            if cls[m, 0] != c:
+                                g[c] += gc
+                                c = cls[m, 0]
+                                gc = 0.0
+                            gc += val[m, 0] * s[m]
+                        g[c] += gc
+                    else:
+                        for m in range(M):
+                            for r in range(R):
+                                g[cls[m, r]] += val[m, r] * s[m]
                     mx = g[0]
                     for c in range(1, k):
                         mx = max(mx, g[c])
@@ -143,14 +154,13 @@ def pairs_tasks(HL, HR, y, lam, wts, mult, cls, val, k, n_pow, e_pow, alpha, rho
                             sm += val[m, r] * G[cls[m, r]]
                         dS[m] = sm
                     cb = colbuf[t, j - j0]
+                    lr = 1.0 - lm
                     for p in range(P):
-                        qp = q[p * M:(p + 1) * M]
-                        rp = racc[p * M:(p + 1) * M]
-                        cp = cb[p * M:(p + 1) * M]
+                        base = p * M
                         for m in range(M):
-                            dz = dS[m] * qp[m]
-                            rp[m] += lm * dz
-                            cp[m] += (1.0 - lm) * dz
+                            dz = dS[m] * q[base + m]
+                            racc[base + m] += lm * dz
+                            cb[base + m] += lr * dz
                 if need:
                     ro = rowbuf[t, i - i0]
                     for x in range(PM):
