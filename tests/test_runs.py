@@ -123,3 +123,13 @@ def test_a_run_made_by_another_version_is_reported_and_force_redoes_it(out, caps
     assert "made by featlab 0.0.1" in (out / "r.html").read_text()
     redone = featlab.run("fa-synthetic", out=out, force=True, quiet=True, **TINY)
     assert redone.summary["versions"]["featlab"] == featlab.__version__
+
+
+def test_claim_statement_fills_config_fields_and_keeps_other_braces():
+    """A verdict's statement names the run's values ({long_T} → 200), even beside index braces like λ_{s,r,j}."""
+    from featlab.runs.claims import AtMost, Claim
+
+    c = Claim("x.y", "longer run (η = {long_eta}, {long_T} steps): λ_{s,r,j} within {missing}", "Lemma B.23",
+              AtMost(hi=1))
+    v = c.judge(0.5, config={"long_eta": 0.05, "long_T": 200})
+    assert v.statement == "longer run (η = 0.05, 200 steps): λ_{s,r,j} within {missing}"

@@ -11,6 +11,7 @@ its value at run time: ``ctx.claim("fa.binary_breaks", r_crit, scale=(d / k) ** 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -138,6 +139,11 @@ class Near(Threshold):
         return f"in {_num(self.centre)} ± {self._scaled(self.tol, scale):.3g}"
 
 
+def fill_fields(statement: str, config: dict[str, Any]) -> str:
+    """``{field}`` in a claim's statement replaced by the run's value; other braces (λ_{s,r,j}) stay as written."""
+    return re.sub(r"\{(\w+)\}", lambda m: str(config[m.group(1)]) if m.group(1) in config else m.group(0), statement)
+
+
 @dataclass(frozen=True)
 class Claim:
     """A declared claim: id ``<paper>.<name>``, the paper's statement and reference, the threshold and why.
@@ -169,10 +175,7 @@ class Claim:
         value alone. ``converged=False`` (the search the measurement rests on did not converge): unverified."""
         if isinstance(measured, (int, float)) and not isinstance(measured, bool):
             measured = float(measured)
-        try:
-            statement = self.statement.format_map(config or {})
-        except (KeyError, IndexError, ValueError):
-            statement = self.statement
+        statement = fill_fields(self.statement, config or {})
         text = self.threshold.text(scale)
         if self.threshold.of is not None:
             text += f" ({self.threshold.text()}, {self.threshold.of} = {scale:.3g})"
