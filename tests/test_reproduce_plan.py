@@ -73,3 +73,22 @@ def test_quick_plan_skips_nothing(cpu_machine, tmp_path, capsys):
 def test_the_matmul_rate_is_measured_quickly():
     rate = matmul_rate(0.02, 128)
     assert rate > 1e8  # any machine multiplies faster than 0.1 GFLOP/s
+
+
+def test_a_run_measured_here_scales_the_estimate(cpu_machine, tmp_path, capsys):
+    """The model's per-step costs are generic: an experiment's newest run under OUT (its time against the same
+    model) scales its estimate, and the plan says so; without a run the model stands alone."""
+    import featlab
+
+    out = tmp_path / "runs"
+    rec = featlab.run("rfa-fig1", "quick", out=out, quiet=True, seeds=1)
+    e = next(x for x in list_experiments() if x.id == "rfa-fig1")
+    cfg = resolve_config("rfa-fig1", "paper")[1]
+    model = seconds(cfg.estimate(), RATE)
+    reproduce.print_plan([(e, "paper")], [cfg], {}, out)
+    row = _rows(capsys.readouterr().out)["rfa-fig1"]
+    factor = rec.summary["elapsed_s"] / seconds(e.config(**rec.summary["config"]).estimate(), RATE)
+    assert "its quick run took" in row and f"×{factor:.2g}" in row, row
+    assert reproduce._calibration(featlab.runs.index.find_runs(out), e, RATE)[0] == pytest.approx(factor)
+    reproduce.print_plan([(e, "paper")], [cfg], {}, tmp_path / "empty")  # no run there: the model alone
+    assert "took" not in _rows(capsys.readouterr().out)["rfa-fig1"] and model > 0

@@ -18,6 +18,7 @@ from ..report.docs_sync import sync_docs
 from ..report.pages import write_report
 from ..report.publish import publish, publish_stability, sync_readme
 from ..report.summary import NOT_RUN_FILE, build, console_summary
+from ..runs.index import find_runs
 from ..runs.record import counts_text
 from ..runs.registry import Experiment, list_experiments, papers
 from ..runs.resources import duration, matmul_rate, seconds, size
@@ -153,21 +154,27 @@ def _plan(exps: list[Experiment], presets: list[str]) -> tuple[list[tuple[Experi
     return todo, {k: v for k, v in not_run.items() if k not in ran}
 
 
-def print_plan(todo: list[tuple[Experiment, str]], configs: list, not_run: dict[str, str]) -> list[tuple[Any, str]]:
-    """Print each experiment's estimated time (its work at this machine's measured matmul rate) and memory; skip,
-    with a line, those whose data are missing or that need a GPU (more than a day on this CPU). The rest is returned
-    (``not_run`` gets the reasons)."""
+def print_plan(todo: list[tuple[Experiment, str]], configs: list, not_run: dict[str, str],
+               out: Path | None = None) -> list[tuple[Any, str]]:
+    """Print each experiment's estimated time (its work at this machine's measured matmul rate, scaled by what its
+    newest run under ``out`` measured against the same model) and memory; skip, with a line, those whose data are
+    missing or that need a GPU (more than a day on this CPU). The rest is returned (``not_run`` gets the reasons)."""
     rate = matmul_rate()
     gpu = torch.cuda.is_available()
+    runs = find_runs(out) if out is not None else None
     print(f"plan (estimated at this machine's measured matmul rate, {rate / 1e9:.0f} GFLOP/s"
-          f"{'' if gpu else ', CPU'}):", flush=True)
+          f"{'' if gpu else ', CPU'}; ×f: scaled by a run measured here):", flush=True)
     kept, total = [], 0.0
     for (e, p), cfg in zip(todo, configs):
         needs = cfg.estimate()
         secs, mem = seconds(needs, rate), sum(n.bytes for n in needs)
+        cal = _calibration(runs, e, rate) if runs is not None else None
+        if cal is not None:
+            secs *= cal[0]
         missing = next((n.missing for n in needs if n.missing), "")
         why = missing or ("" if gpu or secs <= GPU_S else f"needs a GPU (about {duration(secs)} on this CPU)")
-        print(f"  {e.id:22s} {p:8s} ≈ {duration(secs):>9s}, {size(mem):>9s}" + (f"  skipped: {why}" if why else ""),
+        note = f"  (×{cal[0]:.2g}: its {cal[1]} run took {duration(cal[2])} here)" if cal else ""
+        print(f"  {e.id:22s} {p:8s} ≈ {duration(secs):>9s}, {size(mem):>9s}" + (f"  skipped: {why}" if why else note),
               flush=True)
         if why:
             not_run[e.id] = f"not run here: {why}; featlab run {e.id} --preset {p} runs it anyway"
@@ -177,6 +184,22 @@ def print_plan(todo: list[tuple[Experiment, str]], configs: list, not_run: dict[
     print(f"  total ≈ {duration(total)} for {len(kept)} experiment run(s)"
           + (f"; {len(todo) - len(kept)} skipped" if len(kept) < len(todo) else ""), flush=True)
     return kept
+
+
+def _calibration(runs, e: Experiment, rate: float) -> tuple[float, str, float] | None:
+    """(measured / model, preset, seconds) of ``e``'s newest complete run (not a control) that recorded its time:
+    the model's per-step costs are generic, a run on this machine is what each step of this experiment costs."""
+    for r in runs.of(e.id):
+        el = r.summary.get("elapsed_s")
+        if not (r.ok and isinstance(el, (int, float)) and el > 0):
+            continue
+        try:
+            model = seconds(e.config(**(r.summary.get("config") or {})).estimate(), rate)
+        except Exception:  # a record from another version of the config: not comparable, try an older one
+            continue
+        if model > 0:
+            return el / model, str(r.summary.get("preset")), float(el)
+    return None
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
@@ -193,7 +216,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     if not todo and not not_run:
         raise ConfigError(f"--preset: no experiment of this reproduction has a preset {a.preset!r}")
     configs = [resolve_config(e.id, p, overrides=per_exp[e.id])[1] for e, p in todo]  # bad overrides fail here
-    todo = print_plan(todo, configs, not_run)
+    todo = print_plan(todo, configs, not_run, Path(a.out))
     if a.dry_run:
         return 0
     out, broken = Path(a.out), []
