@@ -110,10 +110,14 @@ def _not_run_reason(root: Path, exp: Experiment, preset: str, rate: float) -> st
         return str(why)
     needs = resolve_config(exp.id, preset)[1].estimate()
     missing = next((n.missing for n in needs if n.missing), "")
+    secs, cal = seconds(needs, rate), _calibration(find_runs(root), exp, rate)
+    when = f"at least {duration(secs)}"
+    if cal is not None:
+        secs = secs * cal[0]
+        when = f"{duration(secs)} (scaled by its {cal[1]} run here, {duration(cal[2])})"
     return (f"not run here: {missing}" if missing else
-            f"not run here yet: estimated at least {duration(seconds(needs, rate))} and "
-            f"{size(sum(n.bytes for n in needs))} on this CPU{' (needs a GPU)' if seconds(needs, rate) > GPU_S else ''}"
-            f"; featlab run {exp.id} --preset {preset}")
+            f"not run here yet: estimated {when} and {size(sum(n.bytes for n in needs))} on this "
+            f"CPU{' (needs a GPU)' if secs > GPU_S else ''}; featlab run {exp.id} --preset {preset}")
 
 
 def _split_overrides(exps: list[Experiment], overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
