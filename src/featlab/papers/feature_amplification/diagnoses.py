@@ -57,6 +57,13 @@ RFA_PHASE = {
         "the early-stopped net matches f* in every cell",
         "featlab run rfa-phase --preset theory: 0.058 [0.050, 0.066] (d=800, η=0.1: error at T 0.158, f* 0.100), "
         "FAILED; the same with n=320: 0 [0, 0] (12000 test points), held", presets=("theory",)),
+    "rfa.phase_benign": Diagnosis(
+        "formulation",
+        "Fig 2's 'remains at the optimal 85 %' is read as not one test point worse than f*: the long-trained net "
+        "errs 0.04 points more than f* (d = 400, n = 40), 1/25 of the accuracy Fig 2 resolves, and enough test "
+        "points turn such an excess into a failure",
+        "featlab run rfa-phase --preset quick: 2.5e-4 [0, 7.7e-4] (12000 test points), inconclusive; n_test=6000 "
+        "(36000 points): 4.2e-4 [8.4e-5, 8.3e-4], FAILED"),
 }
 
 BY_EXPERIMENT: dict[str, dict] = {"rfa-fig2": RFA_FIG2, "rfa-amplification": RFA_AMPLIFICATION,
