@@ -13,18 +13,20 @@ from ...runs.diagnosis import Diagnosis, with_diagnoses
 RFA_FIG2 = {
     "rfa.fig2_low_peak": Diagnosis(
         "formulation",
-        "§3 calls 85 % optimal only for the d ≫ n regime; at n ≫ d (quick: d = 10, σ√d = 0.79) the clusters overlap "
-        "and even f* = abs(x1) − abs(x2) misses clean points, so the claim's reference, the clean label (1 − η = "
-        "0.85), is out of reach; f*'s own value (0.8466) is the attainable one",
-        "numpy Monte Carlo of f* at d=10, σ=d^-0.6, 2e6 points: clean error 0.00483, i.e. 0.85 − 0.7·0.00483 = "
-        "0.8466 < 0.85; featlab run rfa-fig2 --preset cpu-long steps_high=3 (same low regime): 0.835 [0.831, "
-        "0.839], 1.2 points under f*"),
+        "§3 calls 85 % optimal only for the d ≫ n regime; at n ≫ d (d = 10, σ√d = 0.79 at quick and paper) the "
+        "clusters overlap and even f* = abs(x1) − abs(x2) misses clean points, so the claim's reference, the clean "
+        "label (1 − η = 0.85), is out of reach; f*'s own value (0.8466) is the attainable one",
+        "numpy Monte Carlo of f* at d=10, σ=d^-0.6, 2e6 points: clean error 0.00483 → 0.85 − 0.7·0.00483 = 0.8466; "
+        "featlab run rfa-fig2 --preset cpu-long steps_high=3: 0.835 [0.831, 0.839]; --preset paper: 0.840 "
+        "[0.838, 0.841]", presets=("quick", "paper")),
     "rfa.fig2_low_fits": Diagnosis(
         "budget",
-        "At quick's 3e4 steps the n ≫ d net is still fitting its noise; at Fig 2's 1e5 steps it has fitted most of "
-        "it, but 2 seeds give only 30 noisy points, too few for the interval to clear 1/2: more seeds settle it",
+        "At quick's 3e4 steps the n ≫ d net is still fitting its noise; at Fig 2's 1e5 steps it has fitted half "
+        "or more of it, but 2–3 seeds give only 30–44 noisy points, too few for the interval to clear 1/2: more seeds "
+        "settle it",
         "featlab run rfa-fig2 --preset cpu-long steps_high=3 (1e5 steps, 2 seeds): 0.633 [0.466, 0.80] (30 noisy "
-        "points), inconclusive; quick (3e4 steps): 0.40 [0.23, 0.57]"),
+        "points); --preset paper (3 seeds): 0.545 [0.41, 0.68] (44); quick (3e4 steps): 0.40 [0.23, 0.57]",
+        presets=("quick", "paper")),
 }
 
 # theory preset (C = 10): its σ√d = 0.053 breaks Lemma 6's premise σ√d ≤ 3/C0 at Def 7's C0 ≈ 2.6e9 ("for all C > 1
