@@ -24,7 +24,7 @@ def test_info_is_consistent_and_means_orthonormal():
     G = dist.mu[0] @ dist.mu[0].T
     torch.testing.assert_close(G, torch.eye(2, dtype=torch.float64))
     b = dist.sample(2000, [3])
-    assert torch.equal(b.y_clean, CLEAN_LABEL[b.cluster].double())
+    assert torch.equal(b.y_clean, torch.tensor(CLEAN_LABEL, dtype=torch.float64)[b.cluster])
     assert torch.equal(b.y == -b.y_clean, b.noisy)
     # prior 1/4 per cluster
     counts = torch.bincount(b.cluster[0], minlength=4).double() / 2000

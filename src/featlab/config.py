@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import torch
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -125,10 +126,23 @@ class ExperimentConfig(BaseModel):
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
-    def digest(self, experiment_id: str) -> str:
-        """Run id: a short hash of the experiment id and the effective config."""
-        blob = json.dumps({"experiment": experiment_id, "config": self.to_dict()}, sort_keys=True)
+    def digest(self, experiment_id: str, device: str | None = None) -> str:
+        """Run id: a short hash of the experiment id, the effective config and the kind of device the run resolves
+        to (``device``: "cpu" or "cuda"; default: what ``device`` resolves to here). A CUDA request never reuses a
+        CPU run, nor the reverse: their kernels sum in another order, their numbers differ."""
+        cfg = self.to_dict()
+        if "device" in cfg:
+            cfg["device"] = device or device_kind(str(cfg["device"]))
+        blob = json.dumps({"experiment": experiment_id, "config": cfg}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def device_kind(device: str) -> str:
+    """The kind of device ``device`` (auto | cpu | cuda[:i]) resolves to on this machine, without refusing one it
+    lacks (a run refuses it in its preflight)."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device.split(":")[0]
 
 
 def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:

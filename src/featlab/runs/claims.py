@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .diagnosis import Diagnosis
@@ -246,6 +246,7 @@ class Control:
     premise: str = ""  # mechanism controls: the premise or mechanism removed ('' : a sanity control)
     trained: tuple[str, ...] = ()  # summary metrics that show the net trained (compared with the claim's own run)
     margin: float = 0.05  # how far below the claim's own run a ``trained`` metric may fall
+    tiny: dict[str, Any] = field(default_factory=dict)  # smaller sizes with the same code paths (the device check)
 
     def __post_init__(self):
         if bool(self.premise) != bool(self.trained):

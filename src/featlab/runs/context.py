@@ -16,6 +16,7 @@ import pandas as pd
 import torch
 
 from ..errors import TrainingDiverged
+from ..placement import to_host, to_numpy, to_run
 from ..utils import resolve_device, resolve_dtype, silence_stdout
 from .claims import Claim, Verdict
 from .uncertainty import Samples
@@ -59,6 +60,21 @@ class RunContext:
         """Whether any of these claims is judged in this run: all are, except under a control that targets others
         (an experiment skips the measurements only they need)."""
         return self.judged is None or any(i in self.judged for i in claim_ids)
+
+    # ---------------------------------------------------------------- placement (featlab.placement)
+    def to_run(self, x: Any, dtype: torch.dtype | None = None) -> Any:
+        """``x`` (tensors, possibly nested) on the run device: where host draws cross over, once."""
+        return to_run(x, self.device, dtype)
+
+    @staticmethod
+    def to_host(x: Any) -> Any:
+        """``x`` (tensors, possibly nested) detached on the host."""
+        return to_host(x)
+
+    @staticmethod
+    def numpy(x: Any, dtype: Any = None) -> Any:
+        """The one tensor → numpy conversion, for plots, tables, metrics and claims."""
+        return to_numpy(x, dtype)
 
     # ---------------------------------------------------------------- results
     def log(self, frame: pd.DataFrame | list, prefix: str = "") -> None:

@@ -62,8 +62,11 @@ class Experiment:
         return (f"not run here: needs data and a GPU (its {preset} preset is a pipeline smoke test); "
                 f"featlab run {self.id} --preset paper")
 
-    def control(self, name: str | None = None) -> Control:
-        """The control called ``name`` (default: the first declared)."""
+    def control(self, name: str | Control | None = None) -> Control:
+        """The control called ``name`` (default: the first declared); a Control passes through (a variant of a
+        declared one, e.g. the device check's cheaper sizes)."""
+        if isinstance(name, Control):
+            return name
         if not self.controls:
             raise ConfigError(f"{self.id} declares no control setting; run it without --control")
         for c in self.controls:

@@ -16,6 +16,7 @@ import torch
 from ..config import build_config, load_yaml
 from ..errors import ConfigError, RunRecordError, TrainingDiverged
 from ..utils import resolve_device
+from .claims import Control
 from .context import RunContext
 from .provenance import collect_provenance, versions
 from .record import RunRecord
@@ -33,7 +34,7 @@ PROCESS_BYTES = 0.75 * 2**30
 
 
 def resolve_config(experiment_id: str, preset: str = "quick", config_file: str | Path | None = None,
-                   overrides: Mapping[str, Any] | None = None, control: bool | str = False):
+                   overrides: Mapping[str, Any] | None = None, control: bool | str | Control = False):
     """The effective config: preset < YAML < key=value, then a control's overrides when asked (``control=True``:
     the first declared control, or its name)."""
     exp = get_experiment(experiment_id)
@@ -118,7 +119,7 @@ class OutOfMemory(ConfigError):
 
 # ------------------------------------------------------------------------------------------ running
 def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", config_file: str | Path | None = None,
-        force: bool = False, quiet: bool = False, control: bool | str = False, **overrides: Any) -> RunRecord:
+        force: bool = False, quiet: bool = False, control: bool | str | Control = False, **overrides: Any) -> RunRecord:
     """Run an experiment (or return its existing complete run) and return the run record.
 
     ``control=True`` (or a control's name) runs a control setting (see ``@experiment(controls=...)``), where the
@@ -128,8 +129,8 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     >>> res.summary["metrics"]["binary.cos_in_class_mean"], res.metrics.head(), res.figures
     """
     exp, cfg = resolve_config(experiment_id, preset, config_file, overrides, control)
-    run_id = cfg.digest(exp.id)
     device = preflight(exp, cfg, out, quiet=quiet)  # every user mistake is refused here, before anything is written
+    run_id = cfg.digest(exp.id, device.type)  # the resolved device: a CUDA request never reuses a CPU run
     writer = RunWriter(out, exp.id, run_id)
     try:  # the first write: a folder that cannot be made (a read-only or virtual file system) is one line
         writer.final.parent.mkdir(parents=True, exist_ok=True)

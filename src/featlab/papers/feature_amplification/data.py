@@ -14,19 +14,21 @@ means, samples and noise rate η_i; replicas with the same seed share x and diff
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from ...data.base import Batch
 from ...nn.twolayer import signed_readout
+from ...placement import to_host, to_run
 from ...utils import cpu_draws, generator
 
-CLEAN_LABEL = torch.tensor([1.0, 1.0, -1.0, -1.0])  # ỹ of clusters +μ1, −μ1, +μ2, −μ2 (§2: XOR)
+CLEAN_LABEL = (1.0, 1.0, -1.0, -1.0)  # ỹ of clusters +μ1, −μ1, +μ2, −μ2 (§2: XOR)
 # Clean labels of the clusters (+μ1, −μ1, +μ2, −μ2) per ``labels`` mode: "xor" is §2's; the others are null settings
 # for the controls [not in the paper]: "linear" is separated by the homogeneous halfspace sgn<μ1 + μ2, x>, "random"
 # draws ỹ as a fair coin per point, independent of x (drawn after the flips' uniforms, so x, c, u are unchanged).
-LABELINGS = {"xor": CLEAN_LABEL, "linear": torch.tensor([1.0, -1.0, 1.0, -1.0])}
+# Plain numbers, not tensors: a module-level tensor would sit on the host whatever device a run uses.
+LABELINGS = {"xor": CLEAN_LABEL, "linear": (1.0, -1.0, 1.0, -1.0)}
 
 
 def orthonormal_means(d: int, mode: str, gen: torch.Generator) -> torch.Tensor:
@@ -86,14 +88,19 @@ class XORClusterDistribution:
                quantile_samples: int = 20000, labels: str = "xor", device=None) -> XORClusterDistribution:
         etas = [float(eta)] * len(seeds) if isinstance(eta, (int, float)) else [float(e) for e in eta]
         assert len(etas) == len(seeds), (len(etas), len(seeds))
-        # drawn on the CPU (the same numbers on every device); sampling stays on the CPU, its batches are moved
+        # built on the host (the same numbers on every device), then moved whole; sampling reads host copies
         mu = cpu_draws(orthonormal_means)
-        mu = torch.stack([mu(d, means, generator(s, "means")) for s in seeds]).to(device=device, dtype=dtype)
+        mu = torch.stack([mu(d, means, generator(s, "means")) for s in seeds]).to(dtype=dtype)
         dist = cls(mu, float(sigma), torch.tensor(etas, dtype=torch.float64, device="cpu"), law, noise, labels=labels)
         if noise == "boundary":
             dist.quantile = torch.stack([dist._boundary_quantile(e, s, quantile_samples)
                                          for e, s in enumerate(seeds)])
-        return dist
+        return dist if device is None else dist.to(device)
+
+    def to(self, device) -> XORClusterDistribution:
+        """The same law with every tensor field (μ, η, the boundary quantile) on ``device``."""
+        return replace(self, mu=to_run(self.mu, device), eta=to_run(self.eta, device),
+                       quantile=to_run(self.quantile, device))
 
     # ------------------------------------------------------------------------------------ properties
     @property
@@ -116,11 +123,11 @@ class XORClusterDistribution:
             k = min(2000, N - lo)
             c = torch.randint(4, (k,), generator=g)
             x = self._centres(e)[c] + cluster_noise(k, self.d, self.sigma, self.law, g)
-            vals.append(f_star(x[None], self.mu[e : e + 1].double().cpu())[0].abs())
+            vals.append(f_star(x[None], to_host(self.mu[e : e + 1]).double())[0].abs())
         return torch.quantile(torch.cat(vals), eta)
 
     def _centres(self, e: int) -> torch.Tensor:
-        mu = self.mu[e].double().cpu()  # sampling runs on the CPU
+        mu = to_host(self.mu[e]).double()  # sampling runs on the host
         return torch.stack([mu[0], -mu[0], mu[1], -mu[1]])  # (4, d) in cluster-id order
 
     # ------------------------------------------------------------------------------------ sampling
@@ -137,7 +144,7 @@ class XORClusterDistribution:
             if self.labels == "random":  # null setting: ỹ independent of x [control, not in the paper]
                 y_clean = torch.randint(2, (n,), generator=g).double() * 2 - 1
             else:
-                y_clean = LABELINGS[self.labels][c].double()
+                y_clean = torch.tensor(LABELINGS[self.labels], dtype=torch.float64)[c]
             flip = self.flips(e, x, c, u)
             xs.append(x)
             ys.append(torch.where(flip, -y_clean, y_clean))
@@ -168,5 +175,5 @@ class XORClusterDistribution:
             return (c == 0) & (u < min(1.0, 4 * eta))
         if self.noise == "boundary":  # η(x) = 1{|f*(x)| < q_η}: the points closest to f*'s boundary
             assert self.quantile is not None  # set by create() for this noise model
-            return f_star(x[None], self.mu[e : e + 1].double().cpu())[0].abs() < self.quantile[e]
+            return f_star(x[None], to_host(self.mu[e : e + 1]).double())[0].abs() < to_host(self.quantile[e])
         raise ValueError(self.noise)  # pragma: no cover

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from ...nn.activations import SmoothedReLU
+from ...placement import on_host, to_numpy
 from ...utils import torch_threads
 from .pair_kernels import pairs_tasks, reduce_tasks
 
@@ -111,8 +112,8 @@ def available() -> bool:
 # ------------------------------------------------------------------------------------------ the torch side
 def unusable(model, H: torch.Tensor) -> str | None:
     """Why the fused kernel cannot compute the pair sum of ``model`` on ``H`` (None: it can)."""
-    if H.device.type != "cpu":
-        return f"it runs on the CPU only (H is on {H.device})"
+    if not on_host(H):
+        return f"it runs on the host CPU only (H is on {H.device})"
     if H.dtype not in (torch.float32, torch.float64):
         return f"it computes float32/float64 only (H is {H.dtype})"
     if not (getattr(model.activation, "linear", False) or isinstance(model.activation, SmoothedReLU)):
@@ -135,7 +136,7 @@ def _sparse_rows(A: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     nz = A != 0
     R = max(int(nz.sum(1).max()), 1)
     cls = torch.argsort((~nz).to(torch.int8), dim=1, stable=True)[:, :R]
-    return cls.contiguous().numpy(), A.gather(1, cls).double().contiguous().numpy()
+    return to_numpy(cls.contiguous()), to_numpy(A.gather(1, cls).double().contiguous())
 
 
 class _FusedPairsSum(torch.autograd.Function):
@@ -159,15 +160,15 @@ class _FusedPairsSum(torch.autograd.Function):
         else:
             k = A.shape[1]
             cls, val = _sparse_rows(A)
-            mvn, alpha, rho = mv.double().numpy(), act.alpha, act.rho
+            mvn, alpha, rho = to_numpy(mv.double()), act.alpha, act.rho
             e_pow = alpha - 1  # ReLU~' = u^{α−1}: by squaring when the exponent is an integer, as the reference
             n_pow = int(e_pow) if e_pow == int(e_pow) else -1
         F = HL.shape[-1]
         total = np.zeros(E)
         dH = np.zeros((E, N, F) if need else (1, 1, 1))
         t = time.perf_counter()
-        _run((HL.double().contiguous().numpy(), HR.double().contiguous().numpy(), y.long().contiguous().numpy(),
-              lam.to(H).double().contiguous().numpy(), wts.to(H).double().contiguous().numpy(), mvn, cls, val,
+        _run((*to_numpy([HL.double().contiguous(), HR.double().contiguous(), y.long().contiguous(),
+                         lam.to(H).double().contiguous(), wts.to(H).double().contiguous()]), mvn, cls, val,
               int(k), int(n_pow), float(e_pow), float(alpha), float(rho)), H.dtype == torch.float32, bool(symmetric),
              need, total, dH)
         COMPILE_S.setdefault("first call", time.perf_counter() - t)
