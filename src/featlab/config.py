@@ -41,6 +41,7 @@ class Need:
     flops: float = 0.0
     steps: float = 0.0
     missing: str = ""  # a requirement this machine lacks (data files): the run would stop at once; reproduce skips it
+    host: bool = False  # drawn or read on the host first (data): a GPU run needs it in host memory too
 
 
 def _allows(annotation: Any, kind: type) -> bool:

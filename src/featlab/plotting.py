@@ -1,6 +1,6 @@
 """Figure style and the figures shared by papers and sweeps (a low-level module: it imports no other part of
-featlab but errors). Every figure is a ``matplotlib.figure.Figure`` built without pyplot, so importing featlab
-never touches matplotlib's global backend (a notebook keeps its own); RunContext.figure saves it.
+featlab but errors and placement). Every figure is a ``matplotlib.figure.Figure`` built without pyplot, so importing
+featlab never touches matplotlib's global backend (a notebook keeps its own); RunContext.figure saves it.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .errors import ConfigError
+from .placement import to_numpy
 
 
 def subplots(nrows: int = 1, ncols: int = 1, **kw):
@@ -64,13 +65,14 @@ def robust_curves(radii, curves: list[dict], marks: list[tuple[float, str]], tit
     drawn as hollow markers; ``marks`` are vertical lines at the theory's radii.
     """
     fig, ax = subplots(figsize=(6.4, 4.4))
-    r = np.asarray(radii)
+    r = to_numpy(radii)
     for c in curves:
-        mean, std = 100 * np.asarray(c["mean"]), 100 * np.asarray(c.get("std", np.zeros_like(c["mean"])))
+        mean = 100 * to_numpy(c["mean"], float)
+        std = 100 * to_numpy(c["std"], float) if "std" in c else np.zeros_like(mean)
         ax.plot(r, mean, c.get("style", "-"), color=c["color"], label=c["label"], lw=1.8)
         ax.fill_between(r, mean - std, mean + std, color=c["color"], alpha=0.15, lw=0)
         if c.get("lower") is not None:
-            low = 100 * np.asarray(c["lower"])
+            low = 100 * to_numpy(c["lower"], float)
             ax.fill_between(r, low, mean, facecolor="none", edgecolor=c["color"], hatch="///", lw=0, alpha=0.6,
                             label=c["label"].split(" (")[0] + " (certified to attacked)")
             ax.plot(r, low, ":", color=c["color"], lw=1.2)

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..errors import DataError
+from ..placement import to_host, to_numpy
 from ..utils import progress_bar, resolve_device
 from .images import ImageData, load_images, stratified_test_mask
 
@@ -113,15 +114,15 @@ def clip_embeddings(data: ImageData, pretrained: str = "openai", device: str = "
     for x, y, t in ((data.x_train, data.y_train, False), (data.x_test, data.y_test, True)):
         bar = progress_bar(len(x), f"CLIP {'test' if t else 'train'}")
         for i in range(0, len(x), batch_size):
-            imgs = [(xi.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8) for xi in x[i: i + batch_size]]
+            imgs = [(to_numpy(xi.permute(1, 2, 0)) * 255).round().astype(np.uint8) for xi in x[i: i + batch_size]]
             batch = torch.stack([preprocess(Image.fromarray(a)) for a in imgs]).to(dev)
             with torch.no_grad():
-                out.append(model.encode_image(batch).float().cpu())
+                out.append(to_host(model.encode_image(batch).float()))
             bar.update(len(imgs))
         bar.close()
         labels.append(y)
         is_test.append(torch.full((len(y),), t, device="cpu"))
-    return torch.cat(out).numpy(), torch.cat(labels).numpy(), torch.cat(is_test).numpy()
+    return to_numpy(torch.cat(out)), to_numpy(torch.cat(labels)), to_numpy(torch.cat(is_test))
 
 
 def save_embeddings(dest: str | Path, z: np.ndarray, y: np.ndarray, is_test: np.ndarray) -> Path:

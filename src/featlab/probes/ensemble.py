@@ -17,9 +17,11 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 import torch
 
+from ..placement import to_host, to_numpy
 from .apgd import Logits, apgd_l2, apgd_targeted
 from .min_norm import ddn_l2
 from .robustness import Score, _norm, correct, pgd_l2, worst_case
@@ -94,20 +96,19 @@ class EnsembleResult:
         broke it first (smallest radius; "" if none, "clean" if misclassified at x) and DDN's distance."""
         clean = self.clean if self.clean.dim() == 2 else self.clean[None]
         E, n = clean.shape
-        cols: dict[str, object] = {"replica": torch.arange(E, device="cpu").repeat_interleave(n).numpy(),
-                                   "point": torch.arange(n, device="cpu").repeat(E).numpy(),
-                                   "clean_correct": clean.reshape(-1).cpu().numpy()}
+        cols: dict[str, object] = {"replica": np.arange(E).repeat(n), "point": np.tile(np.arange(n), E),
+                                   "clean_correct": to_numpy(clean.reshape(-1))}
         names = list(self.break_radius)
         first = [""] * (E * n)
         if names:
-            br = torch.stack([self.break_radius[k].reshape(-1).double().cpu() for k in names], -1)
+            br = to_host(torch.stack([self.break_radius[k].reshape(-1).double() for k in names], -1))
             for i, k in enumerate(names):
-                cols[f"r_{k}"] = br[:, i].numpy()
+                cols[f"r_{k}"] = to_numpy(br[:, i])
             rmin, arg = br.min(-1)
             first = [names[int(a)] if math.isfinite(float(r)) else "" for r, a in zip(rmin, arg)]
         cols["broken_by"] = ["clean" if not c else f for c, f in zip(clean.reshape(-1).tolist(), first)]
         if self.distance is not None:
-            cols["ddn_distance"] = self.distance.reshape(-1).double().cpu().numpy()
+            cols["ddn_distance"] = to_numpy(self.distance.reshape(-1).double())
         return pd.DataFrame(cols)
 
 

@@ -31,9 +31,11 @@ def item(dtype: str) -> int:
     return 8 if dtype == "float64" else 4
 
 
-def tensor(what: str, fields: tuple[str, ...], *dims: float, itemsize: int = 4, copies: float = 1.0) -> Need:
-    """A dense tensor of shape ``dims`` (``copies`` of it held at once: gradients, autograd's saved values)."""
-    return Need(what, fields, bytes=copies * itemsize * math.prod(float(x) for x in dims))
+def tensor(what: str, fields: tuple[str, ...], *dims: float, itemsize: int = 4, copies: float = 1.0,
+           host: bool = False) -> Need:
+    """A dense tensor of shape ``dims`` (``copies`` of it held at once: gradients, autograd's saved values);
+    ``host``: data drawn or read on the host first (a GPU run holds it in host memory too)."""
+    return Need(what, fields, bytes=copies * itemsize * math.prod(float(x) for x in dims), host=host)
 
 
 def work(what: str, fields: tuple[str, ...], flops: float, steps: float) -> Need:
@@ -75,7 +77,7 @@ def image_needs(cfg: Any, arms: int, attack_points: int = 0, attack_steps: int =
     steps = int(cfg.epochs) * math.ceil(n_train / batch) * arms * int(cfg.seeds)
     needs = [
         tensor(f"the {cfg.dataset} images (train and test) as float32, twice", ("dataset",), n_train * 1.2, c, h, w_,
-               copies=2),
+               copies=2, host=True),
         tensor(f"{cfg.model} of width {cfg.width}: {params:.3g} parameters, with gradients and optimiser state, "
                f"and the {arms} trained nets", ("width",), params, copies=4 + arms),
         # measured: 10.2 MiB per 32×32 image for ResNet-18 (forward and backward), 0.15 MiB per 8×8 for the CNN
@@ -100,7 +102,7 @@ def embedding_needs(cfg: Any, source: str, width: int, heads: int, steps: int) -
         N = max(1, path.stat().st_size // (4 * D))
     it, E = item(cfg.dtype), int(cfg.seeds)
     needs = [tensor(f"the embeddings, {N} × {D}, loaded, centred and cast", ("embeddings",), N, D, itemsize=it,
-                    copies=3),
+                    copies=3, host=True),
              tensor(f"{heads} heads × {E} seeds × {N} points × width {width}: activations and gradients",
                     ("width", "seeds"), heads, E, N, width, itemsize=it, copies=4),
              work(f"{steps} full-batch steps of {heads} heads", ("steps", "width"),

@@ -92,13 +92,13 @@ def check_resources(experiment_id: str, cfg, quiet: bool = False,
     """Refuse (one line, exit 2) a run whose estimated memory exceeds what is available, or whose estimated work
     exceeds a month; warn when it exceeds a day. Work estimates are lower bounds: a refusal is never a guess."""
     needs = cfg.estimate() if hasattr(cfg, "estimate") else []
-    mem = sum(n.bytes for n in needs) + PROCESS_BYTES
     dev = device if device is not None else resolve_device(cfg.device)
-    avail = available_memory(dev)
-    if needs and avail is not None and mem > avail:
-        big = max(needs, key=lambda n: n.bytes)
-        raise ConfigError(f"{experiment_id} needs about {size(mem)} of memory ({big.what}) but {size(avail)} "
-                          f"is available; lower {fields_text(cfg, big.fields)}")
+    # On the CPU every term shares one memory. On a GPU every tensor ends on the device, and the data terms are
+    # also drawn (or read) in host memory first: each memory is checked against its own free space.
+    host_terms = needs if dev.type != "cuda" else [n for n in needs if n.host]
+    _check_memory(experiment_id, cfg, host_terms, PROCESS_BYTES, available_memory(torch.device("cpu")), "")
+    if dev.type == "cuda":
+        _check_memory(experiment_id, cfg, needs, 0.0, available_memory(dev), "GPU ")
     if any(n.missing for n in needs):  # its data are missing: the loader's one-line error says so, no time warning
         return
     rate = FLOP_RATE * (100 if dev.type == "cuda" else 1)  # a GPU: 100 TFLOP/s, still a lower bound on the time
@@ -111,6 +111,14 @@ def check_resources(experiment_id: str, cfg, quiet: bool = False,
             raise ConfigError(text)
         if not quiet:
             print(f"featlab: warning: {text}", file=sys.stderr, flush=True)
+
+
+def _check_memory(experiment_id: str, cfg, terms: list, base: float, avail: float | None, kind: str) -> None:
+    mem = sum(n.bytes for n in terms) + base
+    if terms and avail is not None and mem > avail:
+        big = max(terms, key=lambda n: n.bytes)
+        raise ConfigError(f"{experiment_id} needs about {size(mem)} of {kind}memory ({big.what}) but {size(avail)} "
+                          f"is available; lower {fields_text(cfg, big.fields)}")
 
 
 class OutOfMemory(ConfigError):

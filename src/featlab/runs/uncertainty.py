@@ -26,6 +26,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..placement import to_numpy
+
 HELD, FAILED, INCONCLUSIVE, UNVERIFIED = "held", "failed", "inconclusive", "unverified"
 STATUSES = (HELD, FAILED, INCONCLUSIVE, UNVERIFIED)
 CONFIDENCE = 0.95
@@ -54,9 +56,7 @@ def _arrays(samples: Samples) -> tuple[np.ndarray, ...]:
     arrs = samples if isinstance(samples, tuple) and not isinstance(samples, Bracket) else (samples,)
     out = []
     for a in arrs:
-        if hasattr(a, "detach"):  # a torch tensor: its values, on the host
-            a = a.detach().double().cpu().numpy()
-        out.append(np.asarray(a, dtype=float).reshape(-1))
+        out.append(to_numpy(a, float).reshape(-1))
     if len({len(a) for a in out}) != 1:
         raise ValueError(f"paired samples must have equal lengths, got {[len(a) for a in out]}")
     return tuple(out)

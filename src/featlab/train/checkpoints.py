@@ -81,7 +81,8 @@ def run_checkpoints(ctx) -> Iterator[Path]:
     the block completes, unless ``keep_checkpoints``, only the checkpoint files featlab writes (``*.pt``, their
     temporaries) are deleted, then each folder it made if empty. A run that raises keeps them: it resumes."""
     base = Path(ctx.cfg.checkpoint_dir).expanduser() if ctx.cfg.checkpoint_dir else ctx.dir.parent / ".checkpoints"
-    ck = base / (f"featlab-{ctx.experiment_id}" if ctx.cfg.checkpoint_dir else ctx.cfg.digest(ctx.experiment_id, ctx.device.type))
+    run_id = ctx.cfg.digest(ctx.experiment_id, ctx.device.type)
+    ck = base / (f"featlab-{ctx.experiment_id}" if ctx.cfg.checkpoint_dir else run_id)
     if ck.exists() and not ck.is_dir():
         raise ConfigError(f"the 'checkpoint_dir' field: {str(ck)!r} is a file; move it or choose another folder")
     made = [ck, *(p for p in ck.parents if not p.exists())] if ctx.cfg.checkpoint_dir else [ck, base]

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
+from ..placement import to_host
 from ..utils import generator as make_generator
 from ..utils import progress_bar
 from .checkpoints import CheckpointError, load_checkpoint, save_checkpoint
@@ -89,11 +90,11 @@ class FitResult:
 
 @torch.no_grad()
 def predict(model: nn.Module, x: torch.Tensor, batch_size: int = 1000, device=None) -> torch.Tensor:
-    """Logits of x (on CPU), in eval mode, batch by batch, computed on ``device`` (None: the model's)."""
+    """Logits of x (on the host), in eval mode, batch by batch, computed on ``device`` (None: the model's)."""
     device = device or next(model.parameters()).device
     was = model.training
     model.eval()
-    out = [model(x[i: i + batch_size].to(device)).float().cpu() for i in range(0, len(x), batch_size)]
+    out = [to_host(model(x[i: i + batch_size].to(device)).float()) for i in range(0, len(x), batch_size)]
     model.train(was)
     return torch.cat(out)
 

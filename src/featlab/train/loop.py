@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import torch
 
+from ..placement import to_host
 from ..utils import progress_bar
 
 
@@ -87,7 +88,7 @@ def record(records: list, seeds: Sequence[int], step: int, values: dict[str, tor
         return
     labels = getattr(seeds, "labels", None) or ("",) * len(seeds)
     names = list(values)
-    stacked = torch.stack([values[k].detach().reshape(-1).to(torch.float64) for k in names]).cpu().tolist()
+    stacked = to_host(torch.stack([values[k].detach().reshape(-1).to(torch.float64) for k in names])).tolist()
     for name, row in zip(names, stacked):
         for s, lab, v in zip(seeds, labels, row):
             records.append((s, step, lab + prefix + name, float(v)))
@@ -118,7 +119,7 @@ def train(params: Iterable[torch.Tensor], loss_fn: Callable[[int], torch.Tensor]
         record(res.records, seeds, step, vals, prefix)
         if loss is not None and math.isfinite(m := float(loss.detach().mean())):
             bar.set_postfix(loss=f"{m:.4g}")
-        bad = first_bad.cpu()
+        bad = to_host(first_bad)
         if (bad >= 0).any():
             i = int((bad >= 0).nonzero()[0])
             res.status = "failed"
