@@ -1,12 +1,14 @@
 """Compare the summary metrics and claims of two sets of run records, experiment by experiment.
 
-    python benchmarks/compare_runs.py BEFORE_OUT AFTER_OUT [--rtol 0]
+    python benchmarks/compare_runs.py BEFORE_OUT AFTER_OUT [--rtol 0] [--table]
 
 For every experiment present in both folders, the latest complete run of each is compared: every summary metric
 (bit-identical unless --rtol is given), and every claim's measured value and verdict (claims are matched by
 position, since the move renamed some ids; a claim value that the old code stored rounded — it judged the
 unrounded one — counts as the same when the new value rounds to it). Written for the structure move (the numbers
-must not change), kept for any refactoring: exit 1 when something differs.
+must not change), kept for any refactoring, and the GPU check's comparison of a CPU and a CUDA run of the same code
+(benchmarks/gpu_check.sh: ``--table`` prints one Markdown row per experiment). Verdicts are compared as the four
+statuses (held / failed / inconclusive / unverified). Exit 1 when something differs.
 """
 
 from __future__ import annotations
@@ -27,6 +29,20 @@ def latest(root: Path) -> dict[str, dict]:
         if s["experiment"] not in out or summ.stat().st_mtime > out[s["experiment"]][0]:
             out[s["experiment"]] = (summ.stat().st_mtime, s)
     return {k: v for k, (_, v) in out.items()}
+
+
+def verdict(claim: dict) -> str:
+    """The claim's verdict (held / failed / inconclusive / unverified); records before the four statuses: holds."""
+    return claim.get("status") or ("held" if claim.get("holds") else "failed")
+
+
+def rel_diff(a, b) -> float:
+    """|a − b| relative to the larger magnitude (0 for equal values, NaNs and non-numbers compared as equal)."""
+    if not isinstance(a, int | float) or not isinstance(b, int | float) or a == b or (math.isnan(a) and math.isnan(b)):
+        return 0.0
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return math.inf
+    return abs(a - b) / max(abs(a), abs(b), 1e-12)
 
 
 def same(a, b, rtol: float) -> bool:
@@ -60,10 +76,26 @@ def compare(before: dict, after: dict, rtol: float) -> list[str]:
         diffs.append(f"claims: {len(cb)} before, {len(ca)} after")
     for x, y in zip(cb, ca):
         value_ok = same(x["measured"], y["measured"], rtol) or rounded_same(x["measured"], y["measured"])
-        if not value_ok or x["holds"] != y["holds"]:
-            diffs.append(f"claim {x['id']} / {y['id']}: {x['measured']!r} ({x['holds']}) -> "
-                         f"{y['measured']!r} ({y['holds']})")
+        if not value_ok or verdict(x) != verdict(y):
+            diffs.append(f"claim {x['id']} / {y['id']}: {x['measured']!r} ({verdict(x)}) -> "
+                         f"{y['measured']!r} ({verdict(y)})")
     return diffs
+
+
+def table_row(exp: str, before: dict, after: dict, rtol: float) -> tuple[str, bool]:
+    """One Markdown row: metrics within rtol, the largest relative difference, verdicts equal; and whether it passes."""
+    mb, ma = before["metrics"], after["metrics"]
+    common = sorted(set(mb) & set(ma))
+    d = {k: rel_diff(mb[k], ma[k]) for k in common}
+    within = sum(same(mb[k], ma[k], rtol) for k in common)
+    worst = max(d, key=lambda k: d[k], default=None)
+    cb, ca = before["claims"], after["claims"]
+    equal = sum(verdict(x) == verdict(y) for x, y in zip(cb, ca))
+    changed = [f"{x['id']}: {verdict(x)} → {verdict(y)}" for x, y in zip(cb, ca) if verdict(x) != verdict(y)]
+    ok = within == len(common) == len(mb) == len(ma) and equal == len(cb) == len(ca)
+    largest = "—" if worst is None else f"{d[worst]:.1e} ({worst})"
+    return (f"| {exp} | {within}/{len(common)} | {largest} | {equal}/{len(cb)} | "
+            f"{'✓' if ok else '✗ ' + '; '.join(changed[:3])} |"), ok
 
 
 def main(argv=None) -> int:
@@ -72,10 +104,22 @@ def main(argv=None) -> int:
     p.add_argument("after")
     p.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0: bit-identical)")
     p.add_argument("--only", default="", help="comma-separated experiment ids")
+    p.add_argument("--table", action="store_true", help="one Markdown row per experiment (the GPU check's table)")
     a = p.parse_args(argv)
     b, c = latest(Path(a.before)), latest(Path(a.after))
     only = [x for x in a.only.split(",") if x]
     bad = 0
+    if a.table:
+        print(f"| experiment | metrics within rtol {a.rtol:g} | largest relative difference | verdicts equal | |")
+        print("|---|---|---|---|---|")
+        for exp in sorted(set(b) & set(c)):
+            if not only or exp in only:
+                row, ok = table_row(exp, b[exp], c[exp], a.rtol)
+                print(row)
+                bad += not ok
+        for exp in sorted(set(b) ^ set(c)):
+            print(f"| {exp} | only in {'the first' if exp in b else 'the second'} folder | | | ✗ |")
+        return 1 if bad or set(b) ^ set(c) else 0
     for exp in sorted(set(b) & set(c)):
         if only and exp not in only:
             continue

@@ -1,87 +1,154 @@
-"""Device correctness without a GPU, and GPU-vs-CPU equality where a GPU is present (``-m gpu``).
+"""Device correctness without a GPU (the simulated device of featlab.devicecheck), and GPU-vs-CPU equality where a
+GPU is present (``-m gpu``).
 
-Without a GPU a tensor on the wrong device cannot crash, so the guard below makes the mistake visible: every
-tensor factory called from featlab's code (``torch.zeros``, ``torch.tensor``, ``torch.randn``, ...) must say its
-``device=`` (or be a ``*_like``/``new_*`` call, which follows its input). A factory without one lands on the default
-device, the CPU, beside inputs that may live on a GPU: exactly the bug that made PGD crash on CUDA.
-
-Every registered experiment runs under the guard at the ``tiny`` setting it declares in ``@experiment`` (overrides
-of its quick preset), so a new experiment is covered without editing this file.
+On a CPU-only machine the run device *is* the host, so a tensor on the wrong device cannot crash. Under
+:class:`~featlab.devicecheck.SimulatedDevice` the run device is ``torch.device("cpu", 0)`` and host tensors are
+marked: an op mixing the two, a run tensor reaching numpy, or a CPU generator drawing onto the run device is reported
+with the file and line that made it. Every registered experiment runs under it at the ``tiny`` setting it declares,
+and so does every control (at its own ``tiny`` sizes), so a new experiment is covered without editing this file.
+The crashes a real GPU found are planted back below: the check must report each one.
 """
 
 import json
-import sys
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.figure
+import numpy as np
 import pytest
 import torch
-from torch.overrides import TorchFunctionMode
-from torch.utils._device import _device_constructors
 
 import featlab
+from featlab import placement
+from featlab.devicecheck import RUN, SimulatedDevice, check_experiment, is_host
 from featlab.nn.twolayer import EnsembleTwoLayer, signed_readout
 from featlab.probes.robustness import pgd_l2, robust_masks
 from featlab.train.loop import train
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny runs: one thread is fastest (tests/conftest.py)
 
-ROOT = str(Path(featlab.__file__).parent)
-EXPERIMENTS = [e.id for e in featlab.list_experiments()]  # every registered one, each at its own tiny setting
+ROOT = Path(featlab.__file__).parent
+RUNS = [(e.id, None) for e in featlab.list_experiments()] + \
+       [(e.id, c.name) for e in featlab.list_experiments() for c in e.controls]  # every experiment, control, rival
 
 
-class ExplicitDevice(TorchFunctionMode):
-    """Records featlab's tensor factories called without ``device=`` (module-level constants aside)."""
-
-    def __init__(self, roots: tuple[str, ...] = (ROOT,)):
-        super().__init__()
-        self.roots = tuple(str(r) for r in roots)  # featlab's code, and an outside paper's when a test adds it
-        self.missing: list[str] = []
-        self.devices: set[str] = set()  # the device types tensors were created on
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in _device_constructors() and kwargs.get("device") is not None:
-            self.devices.add(torch.device(kwargs["device"]).type)
-        if func in _device_constructors() and kwargs.get("device") is None \
-                and not (args and isinstance(args[0], torch.Tensor)):  # as_tensor(t) keeps t's device
-            f = sys._getframe(1)
-            while f is not None and "torch" in f.f_code.co_filename and not self._ours(f.f_code.co_filename):
-                f = f.f_back  # through torch's own wrappers to the caller
-            if f is not None and self._ours(f.f_code.co_filename) and f.f_code.co_name != "<module>":
-                where = Path(f.f_code.co_filename).name if not f.f_code.co_filename.startswith(ROOT) \
-                    else f.f_code.co_filename[len(ROOT) + 1:]
-                self.missing.append(f"{where}:{f.f_lineno} torch.{func.__name__}")
-        return func(*args, **kwargs)
-
-    def _ours(self, filename: str) -> bool:
-        return filename.startswith(self.roots)
+@pytest.fixture
+def unrendered(monkeypatch):
+    """Figures are built (their code runs under the check) but not rasterised: PNG encoding is half the cost of a
+    tiny run and creates no tensor."""
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, path, **kw: open(path, "wb").close())
 
 
-def _net_and_data():
-    net = EnsembleTwoLayer.init([0, 1], 8, signed_readout(3, 3, 1 / 3), sigma_w=0.5, sigma_b=0.1)
-    x = torch.randn(2, 10, 8, generator=torch.Generator().manual_seed(0), device="cpu")
-    return net, x, torch.sign(x[..., 0])
+def _fake(fn, rel: str):
+    """``fn`` as if written in featlab's file ``rel`` (the check reports featlab's own lines)."""
+    fn.__code__ = fn.__code__.replace(co_filename=str(ROOT / rel))
+    return fn
 
 
-def test_attacks_and_trainer_create_every_tensor_on_their_inputs_device():
-    net, x, y = _net_and_data()
-    with ExplicitDevice() as guard:
-        pgd_l2(net, x, y, 0.5, steps=3, step_size=0.1, generator=torch.Generator().manual_seed(1))  # the old bug
+# ------------------------------------------------------------------------------------------ the check itself
+def test_the_check_reports_each_kind_with_its_file_and_line():
+    def mixes(x):
+        return x + torch.ones(3)  # (a): a host tensor beside a run tensor
+
+    def converts(x):
+        return np.asarray(x)  # (b): a run tensor to numpy
+
+    def draws(x):
+        return torch.randn(3, generator=torch.Generator().manual_seed(0), device=x.device)  # (c)
+
+    for fn, kind in ((mixes, "(a)"), (converts, "(b)"), (draws, "(c)")):
+        with SimulatedDevice() as dev:
+            _fake(fn, "probes/fake.py")(torch.zeros(3, device=RUN))
+        assert len(dev.problems) == 1 and kind in dev.problems[0], (kind, dev.problems)
+        assert dev.problems[0].startswith(f"probes/fake.py:{fn.__code__.co_firstlineno + 1} "), dev.problems
+
+
+def test_the_check_allows_what_cuda_allows():
+    lin = torch.nn.Linear(3, 2)
+    with SimulatedDevice() as dev:
+        x = torch.arange(6.0).reshape(2, 3).to(RUN)
+        assert not is_host(x) and is_host(torch.ones(2)) and x.device == RUN
+        y = x * torch.tensor(2.0)  # a host 0-dim scalar
+        y[torch.tensor([0])]  # a host index into a run tensor
+        assert not is_host(lin.to(RUN).weight) and not is_host(lin(y))  # module.to moves its parameters
+        assert is_host(x.cpu()) and not is_host(x)  # .cpu() is a host copy; the run tensor stays where it was
+        a = placement.to_numpy(y)  # the one conversion
+        z = torch.zeros(2, 3, device=x.device) + x  # device=x.device follows the run tensor
+        placement.to_run(torch.randn(3, generator=torch.Generator().manual_seed(0)), RUN) + z[0]  # drawn, moved
+    assert dev.problems == [] and a.shape == (2, 3)
+    assert placement.on_host(x) and not is_host(torch.ones(1))  # outside the check every CPU tensor is the host
+
+
+def test_attacks_and_trainer_keep_every_tensor_on_their_inputs_device():
+    with SimulatedDevice() as dev:
+        net = EnsembleTwoLayer.init([0, 1], 8, signed_readout(3, 3, 1 / 3), sigma_w=0.5, sigma_b=0.1, device=RUN)
+        x = torch.randn(2, 10, 8, generator=torch.Generator().manual_seed(0)).to(RUN)
+        y = torch.sign(x[..., 0])
+        pgd_l2(net, x, y, 0.5, steps=3, step_size=0.1, generator=torch.Generator().manual_seed(1))
         robust_masks(net, x, y, [0.0, 0.5, 1.0], steps=2, generator=torch.Generator().manual_seed(2))
         train([net.W], lambda step: (net(x) * y).neg().exp().mean(-1), 3, seeds=[0, 1], lr=0.1,
               probe=lambda step: {"w": net.W.norm(dim=(1, 2))}, probe_every=2)
-    assert guard.missing == []
+    assert dev.problems == []
 
 
-def test_the_guard_catches_a_factory_without_device():
-    def buggy(x):
-        return x * torch.as_tensor(2.0, dtype=x.dtype)  # what pgd_l2 did with step_size
+# ------------------------------------------------------------------------------------------ planted crashes
+def test_it_catches_plots_fed_with_run_tensors(out, unrendered, monkeypatch):
+    """fa-synthetic's figure once took the device's curves straight to numpy (a crash on CUDA after training)."""
+    monkeypatch.setattr(featlab.runs.context.RunContext, "numpy", staticmethod(lambda x, dtype=None: x))  # as was
+    monkeypatch.setattr(featlab.plotting, "to_numpy", lambda x, dtype=None: np.asarray(x, dtype=dtype))
+    rec, problems = check_experiment("fa-synthetic", out)
+    assert rec.status == "complete" and any(p.startswith("plotting.py:") and "(b)" in p for p in problems), problems
 
-    buggy.__code__ = buggy.__code__.replace(co_filename=str(Path(ROOT) / "probes" / "fake.py"))
-    with ExplicitDevice() as guard:
-        buggy(torch.ones(2))
-    assert guard.missing and "torch.as_tensor" in guard.missing[0]
+
+def test_it_catches_a_noise_rate_left_on_the_host(out, unrendered, monkeypatch):
+    """rfa-amplification's η stayed a host tensor and met the run's data in Lemma 5's check."""
+    from featlab.papers.feature_amplification import data
+
+    moved = data.XORClusterDistribution.to
+    monkeypatch.setattr(data.XORClusterDistribution, "to", lambda self, d: replace(moved(self, d), eta=self.eta))
+    _, problems = check_experiment("rfa-amplification", out)
+    assert any(p.startswith("papers/feature_amplification/lemmas.py:") and "(a)" in p for p in problems), problems
+
+
+def test_it_catches_probe_values_on_the_host(out, unrendered, monkeypatch):
+    """rfa-phase's probe built its test error from host copies, and the trainer stacked it with the losses."""
+    from featlab.papers.feature_amplification import phase_measure
+
+    def planted(net, tr, steps, alpha, reps, probe, *args, **kw):  # the probe's test error as a host copy
+        return trainer(net, tr, steps, alpha, reps, lambda t: {**probe(t), "test_err": probe(t)["test_err"].cpu()},
+                       *args, **kw)
+
+    trainer = phase_measure.gd_logspaced
+    monkeypatch.setattr(phase_measure, "gd_logspaced", planted)
+    _, problems = check_experiment("rfa-phase", out)
+    assert any(p.startswith("train/loop.py:") and "stack" in p for p in problems), problems
+
+
+# ------------------------------------------------------------------------------------------ every run
+def _check(exp: str, control: str | None, out: Path) -> None:
+    rec, problems = check_experiment(exp, out, control)
+    assert problems == [], "\n".join(problems)
+    assert rec.status == "complete", rec.summary.get("message")
+    summary = json.loads((rec.dir / "summary.json").read_text())
+    assert summary["device_type"] == "cpu"
+
+
+class TestFeatureAveraging:
+    @pytest.mark.parametrize("exp,control", [r for r in RUNS if r[0].startswith("fa-")])
+    def test_every_tensor_stays_on_its_side(self, exp, control, out, unrendered):
+        _check(exp, control, out)
+
+
+class TestMidpointMixup:
+    @pytest.mark.parametrize("exp,control", [r for r in RUNS if r[0].startswith("mm-")])
+    def test_every_tensor_stays_on_its_side(self, exp, control, out, unrendered):
+        _check(exp, control, out)
+
+
+class TestFeatureAmplification:
+    @pytest.mark.parametrize("exp,control", [r for r in RUNS if not r[0].startswith(("fa-", "mm-"))])
+    def test_every_tensor_stays_on_its_side(self, exp, control, out, unrendered):
+        _check(exp, control, out)
 
 
 def test_every_experiment_declares_a_tiny_setting():
@@ -89,35 +156,62 @@ def test_every_experiment_declares_a_tiny_setting():
     assert missing == [], f"declare tiny={{...}} in @experiment (quick-preset overrides that run in ~1 s): {missing}"
 
 
-def _tiny(exp_id: str) -> dict:
-    return dict(featlab.get_experiment(exp_id).tiny or {})
-
-
-@pytest.fixture
-def unrendered(monkeypatch):
-    """Figures are built (their code runs under the guard) but not rasterised: PNG encoding is half the cost of a
-    tiny run and creates no tensor."""
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, path, **kw: open(path, "wb").close())
-
-
-@pytest.mark.parametrize("exp", EXPERIMENTS)
-def test_experiments_create_every_tensor_on_the_run_device(exp, out, unrendered):
-    with ExplicitDevice() as guard:
-        rec = featlab.run(exp, "quick", out=out, quiet=True, device="cpu", **_tiny(exp))
-    assert rec.status == "complete" and guard.missing == []
-    summary = json.loads((rec.dir / "summary.json").read_text())
-    assert guard.devices == {"cpu"}  # every tensor featlab created is on the run's device...
-    assert summary["device_type"] == "cpu" and summary["device"].startswith("cpu")  # ...and the record says so
+def test_run_identity_follows_the_resolved_device():
+    exp, cfg = featlab.runs.runner.resolve_config("fa-synthetic", "quick", None, {}, False)
+    assert cfg.digest(exp.id, "cpu") != cfg.digest(exp.id, "cuda")  # a CUDA request never reuses a CPU run
+    _, explicit = featlab.runs.runner.resolve_config("fa-synthetic", "quick", None, {"device": "cpu"}, False)
+    if not torch.cuda.is_available():  # auto resolves to the CPU here: the same run as device=cpu
+        assert cfg.digest(exp.id) == explicit.digest(exp.id, "cpu")
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("exp", EXPERIMENTS)
+@pytest.mark.parametrize("exp", [r[0] for r in RUNS if r[1] is None])
 def test_cuda_run_matches_cpu(exp, out):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
-    kw = _tiny(exp)
+    kw = dict(featlab.get_experiment(exp).tiny or {})
     cpu = featlab.run(exp, "quick", out=out / "cpu", quiet=True, device="cpu", dtype="float64", **kw)
     gpu = featlab.run(exp, "quick", out=out / "cuda", quiet=True, device="cuda", dtype="float64", **kw)
-    assert gpu.summary["device_type"] == "cuda"
+    assert gpu.summary["device_type"] == "cuda" and gpu.dir.name != cpu.dir.name
     for k, v in cpu.summary["metrics"].items():  # the same draws (CPU generators); float64 kernels differ slightly
         assert gpu.summary["metrics"][k] == pytest.approx(v, rel=1e-6, abs=1e-9, nan_ok=True), k
+
+
+def _host_moves(tree) -> list[int]:
+    """Lines calling ``.cpu()``, ``.numpy()`` or ``.to("cpu")`` / ``.to(device="cpu")``."""
+    import ast
+
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr in ("cpu", "numpy") and not n.args and not n.keywords:
+                out.append(n.lineno)
+            elif n.func.attr == "to" and any(isinstance(a, ast.Constant) and a.value == "cpu"
+                                             for a in [*n.args, *(k.value for k in n.keywords)]):
+                out.append(n.lineno)
+    return out
+
+
+def _tensor_constants(tree) -> list[int]:
+    """Lines of module-level assignments that build a tensor at import time."""
+    import ast
+
+    return [n.lineno for n in tree.body if isinstance(n, ast.Assign | ast.AnnAssign)
+            for c in ast.walk(n) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+            and isinstance(c.func.value, ast.Name) and c.func.value.id == "torch" and c.func.attr[0].islower()
+            and c.func.attr not in ("device", "dtype", "Generator")]
+
+
+def test_only_placement_moves_tensors_and_no_module_keeps_a_tensor():
+    import ast
+
+    bad = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        tree = ast.parse(path.read_text())
+        if rel not in ("placement.py", "devicecheck.py"):
+            bad += [f"{rel}:{ln} moves a tensor to the host: use featlab.placement" for ln in _host_moves(tree)]
+        bad += [f"{rel}:{ln} builds a tensor at import time (it sits on the host)" for ln in _tensor_constants(tree)]
+    assert bad == [], "\n".join(bad)
+    planted = ast.parse('X = torch.tensor([1.0])\ndef f(t):\n    return t.cpu().numpy() + t.to("cpu")\n')
+    assert _tensor_constants(planted) == [1] and _host_moves(planted) == [3, 3, 3]

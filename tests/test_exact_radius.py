@@ -7,11 +7,11 @@ import pytest
 import torch
 from scipy.optimize import nnls
 
+from featlab.devicecheck import RUN, SimulatedDevice
 from featlab.nn.twolayer import EnsembleTwoLayer, block_readout, logit_margin_readout, sign_prediction, signed_readout
 from featlab.probes.certify import attack_distance, certified_lower_bound, robust_interval
 from featlab.probes.exact import exact_min_distance
 from featlab.probes.robustness import robust_masks
-from test_device import ExplicitDevice
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 D = torch.float64
@@ -171,15 +171,15 @@ def test_an_upper_bound_below_the_truth_costs_a_pass_not_the_answer():
 
 
 def test_every_tensor_follows_the_input_device():
-    W, b, a, x, y = _net(2, 4, 3, 17)
     pos = torch.tensor([True, False])
-    with ExplicitDevice() as guard:
+    with SimulatedDevice() as dev:  # every input on the simulated run device; a host tensor beside them is reported
+        W, b, a, x, y = (t.to(RUN) for t in _net(2, 4, 3, 17))
         r = exact_min_distance(W, b, a, x, y, max_unstable=3)
         lo = certified_lower_bound(W, b, a, x, y)
         certified_lower_bound(W, None, block_readout(2, 2, 0.5), x, y, positive=pos)
         robust_interval([0.0, 0.5, 1.0], lo, r.dist)
-        attack_distance([0.0, 1.0], torch.ones(2, 2, 40, dtype=torch.bool))
-    assert guard.missing == []
+        attack_distance([0.0, 1.0], torch.ones(2, 2, 40, dtype=torch.bool, device=RUN))
+    assert dev.problems == []
     unresolved = torch.isnan(r.dist)  # beyond max_unstable: said so, with the best adversarial point found
     assert unresolved.any() and torch.isfinite(r.upper[unresolved]).all() and r.verified[unresolved].all()
     full = exact_min_distance(W, b, a, x, y)

@@ -7,13 +7,13 @@ import pytest
 import torch
 from torch import nn
 
+from featlab.devicecheck import RUN, SimulatedDevice
 from featlab.probes.apgd import apgd_l2, apgd_targeted, binary_logits, checkpoints, group_logits
 from featlab.probes.ensemble import AttackBudget, compare_ensembles, robust_masks_ensemble
 from featlab.probes.indicators import attack_indicators
 from featlab.probes.min_norm import ddn_l2
 from featlab.probes.robustness import correct, robust_masks
 from featlab.probes.square import square_l2
-from test_device import ExplicitDevice
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -170,14 +170,15 @@ def test_compared_nets_get_the_same_draws(models):
 
 def test_every_tensor_follows_the_input_device(models):
     net, score, x, y = models
-    with ExplicitDevice() as guard:
-        res = robust_masks_ensemble(score, x[:8], y[:8], [0.0, 1.0], logits=net, positive=POS,
+    with SimulatedDevice() as dev:
+        net.to(RUN)  # the simulated device: a tensor created on the host beside these would be reported
+        res = robust_masks_ensemble(score, x[:8].to(RUN), y[:8].to(RUN), [0.0, 1.0], logits=net, positive=POS,
                                     budget=AttackBudget(steps=3, queries=10, ddn_steps=3, n_targets=1,
                                                         large_radius=4.0),
                                     generator=torch.Generator().manual_seed(0))
         attack_indicators(res)
         res.attribution()
-    assert guard.missing == []
+    assert dev.problems == []
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torchattacks") is None, reason="torchattacks not installed "

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import featlab
+from featlab.devicecheck import check_experiment
 from featlab.runs import registry
-from test_device import ExplicitDevice
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "featlab"
@@ -238,9 +238,8 @@ def test_outside_package_registers_through_the_entry_point_group(isolated_regist
     toy = registry.get_experiment("toy-demo")
     assert toy.tiny and [(c.name, c.kind) for c in toy.controls] == [("shifted", "mechanism"),
                                                                        ("untrained", "sanity")]
-    with ExplicitDevice(roots=(str(SRC), str(tmp_path))) as guard:  # the toy's own tensor factories are watched too
-        res = featlab.run("toy-demo", out=out, device="cpu", **toy.tiny)
-    assert guard.missing == [] and guard.devices == {"cpu"}
+    res, problems = check_experiment("toy-demo", out / "check", roots=(str(SRC), str(tmp_path)))  # its code too
+    assert problems == [] and res.ok
     res = featlab.run("toy-demo", out=out)
     assert res.ok and [c["id"] for c in res.claims] == ["toy.clean"]
     assert res.claims[0]["status"] == "held" and res.claims[0]["threshold"] == ">= 0.9"

@@ -82,6 +82,23 @@ def test_a_larger_size_needs_more_memory(budget):
         assert sum(n.bytes for n in bigger.estimate()) > sum(n.bytes for n in cfg.estimate()), exp_id
 
 
+def test_a_gpu_run_checks_host_draws_against_host_memory_and_tensors_against_the_gpu(monkeypatch):
+    """On a GPU the data are drawn on the host first (host memory) and every tensor ends on the device (GPU memory):
+    each is checked against its own free space, and the refusal says which."""
+    from featlab.config import ConfigError
+
+    cfg = runner.resolve_config("fa-synthetic", "quick", overrides={"n": 10**7})[1]
+    data = sum(n.bytes for n in cfg.estimate() if n.host)
+    assert 0 < data <= sum(n.bytes for n in cfg.estimate())
+    cuda = torch.device("cuda")
+    for host, gpu, words in ((data / 2, data * 10, "of memory"), (data * 10, data / 2, "of GPU memory")):
+        monkeypatch.setattr(runner, "available_memory", lambda d, h=host, g=gpu: g if d.type == "cuda" else h)
+        with pytest.raises(ConfigError, match=words):
+            runner.check_resources("fa-synthetic", cfg, quiet=True, device=cuda)
+    monkeypatch.setattr(runner, "available_memory", lambda d: data * 10)
+    runner.check_resources("fa-synthetic", cfg, quiet=True, device=cuda)  # both fit: no refusal
+
+
 # ------------------------------------------------------------------------------------------ allocation failures
 CPU_OOM = RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
                        "you tried to allocate 48000000000 bytes. Error code 12 (Cannot allocate memory)")

@@ -4,6 +4,8 @@ import pytest
 import torch
 
 from featlab.cli import main
+from featlab.devicecheck import RUN, SimulatedDevice, is_host
+from featlab.papers.midpoint_mixup.data import LinearMultiView, MultiViewDistribution
 from featlab.papers.midpoint_mixup.linear import CLAIMS as LINEAR_CLAIMS
 from featlab.papers.midpoint_mixup.multiview import CLAIMS as MULTIVIEW_CLAIMS
 from featlab.papers.midpoint_mixup.multiview import MultiViewConfig, _data, fit
@@ -144,3 +146,16 @@ def test_reduced_simulation_runs_at_theory_scale_d():
     assert net.W.shape == (2, 8, 8)  # (E, k·m, 2k): no d axis
     assert 0.5e-6 < float(net.W.detach().std()) < 2e-6
     assert torch.isfinite(torch.tensor(res.frame().value.to_numpy())).all()
+
+
+# ------------------------------------------------------------------------------------------ placement
+def test_fixed_labels_from_the_run_device_are_drawn_beside_the_host_draws():
+    """sample(labels=...) once cloned the caller's labels where they were: on a GPU they then indexed the host's
+    draws (the check's (a)). Taken to the host first, the points equal those of host labels."""
+    labels = torch.arange(3).repeat_interleave(2)
+    host = (LinearMultiView(3).sample(6, [0], labels=labels), MultiViewDistribution(3, 4).sample(6, [0], labels=labels))
+    with SimulatedDevice() as dev:
+        run = (LinearMultiView(3).sample(6, [0], labels=labels.to(RUN), device=RUN),
+               MultiViewDistribution(3, 4).sample(6, [0], labels=labels.to(RUN), device=RUN))
+    assert dev.problems == [] and all(not is_host(b.x) for b in run)
+    assert all(torch.equal(a.x, b.x) and torch.equal(a.y, b.y) for a, b in zip(host, run))

@@ -2,14 +2,18 @@
 entries are shown as printed, and the mechanism controls remove what they say: λ = 1 is ERM through the Mixup code
 path, and 'no-spurious' trains on the test view."""
 
+import matplotlib.figure
 import pytest
 import torch
 
 import featlab
+from featlab.devicecheck import RUN, check_experiment
+from featlab.papers.midpoint_mixup import spurious
 from featlab.papers.midpoint_mixup.spurious import PAPER_TABLE1, MMSpuriousConfig, _objective, paper_cell
 from featlab.papers.midpoint_mixup.spurious_claims import BELOW_ERM, lambda_one, no_spurious
 from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels
 from featlab.train.image_config import build_model
+from featlab.train.image_trainer import predict
 
 
 def test_untrained_control_gives_every_method_the_same_network(out):
@@ -67,3 +71,32 @@ def test_mechanism_controls_target_what_they_can_defeat():
         assert all(set(a.met) == {"quick", "paper"} for a in exp.assumptions)
         if exp_id != "mm-spurious-digits":  # quick is a smoke test there: it meets §5's protocol nowhere
             assert not next(a for a in exp.assumptions if a.ref == "§5 protocol").met["quick"]
+
+
+def test_untrained_control_evaluates_on_the_run_device(out, monkeypatch):
+    """epochs = 0 once left the networks on the host, where fit() moves the trained ones to the run device: a GPU
+    run evaluated them on the CPU. The simulated device cannot see it (a Parameter drops the host mark), so the
+    networks' moves are recorded: every evaluated one went to the run device."""
+    moved: dict[int, object] = {}
+
+    def built(*args, **kw):
+        model = build_model(*args, **kw)
+        to = model.to
+
+        def recorded(device, *a, **k):
+            moved[id(model)] = device
+            return to(device, *a, **k)
+
+        model.to = recorded
+        return model
+
+    def evaluated(model, *args, **kw):
+        assert moved.get(id(model)) == RUN, "a network evaluated where it was built"
+        return predict(model, *args, **kw)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, path, **kw: open(path, "wb").close())
+    monkeypatch.setattr(spurious, "build_model", built)
+    monkeypatch.setattr(spurious, "predict", evaluated)
+    rec, problems = check_experiment("mm-spurious-digits", out, "untrained")
+    assert rec.status == "complete", rec.summary.get("message")
+    assert problems == [] and len(moved) == 3  # one network per method

@@ -107,7 +107,7 @@ class ExperimentConfig(BaseModel):
         item = 8 if self.dtype == "float64" else 4
         sized = ("seeds", "n", "n_test", "d") if "n_test" in f else ("seeds", "n", "d")
         needs = [Need(f"{E} replicas × {points} points × d={d}, {item}-byte floats, held twice", sized,
-                      bytes=float(E) * (2.0 * points * d * item + REPLICA_BYTES))]
+                      bytes=float(E) * (2.0 * points * d * item + REPLICA_BYTES), host=True)]
         steps = [k for k in f if k in STEP_FIELDS or k.endswith("_steps")]
         steps = sorted((k for k in steps if isinstance(getattr(self, k), int)), key=lambda k: -getattr(self, k))
         if steps:

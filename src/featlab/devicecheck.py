@@ -33,9 +33,10 @@ from .runs import runner
 RUN = torch.device("cpu", 0)  # the simulated run device
 ROOT = str(Path(__file__).parent)
 _TAG = "_featlab_host"
-_NUMPY = {torch.Tensor.__array__, torch.Tensor.numpy}
-_INDEXING = {torch.Tensor.__getitem__, torch.Tensor.__setitem__}
+_NUMPY: set[Any] = {torch.Tensor.__array__, torch.Tensor.numpy}
+_INDEXING: set[Any] = {torch.Tensor.__getitem__, torch.Tensor.__setitem__}
 _TRANSFER = {torch.Tensor.copy_}  # copies across devices are legal
+_QUERIES = {torch._has_compatible_shallow_copy_type}  # compare two tensors' types, compute nothing (module.to)
 _UNDISPATCHED = ("from_numpy", "frombuffer")  # host factories that bypass TorchFunctionMode
 
 
@@ -44,6 +45,16 @@ def _on_host(fn: Callable) -> Callable:
     def wrapped(*args, **kwargs):
         out = fn(*args, **kwargs)
         setattr(out, _TAG, True)
+        return out
+    return wrapped
+
+
+def _keeps_place(new: Callable) -> Callable:
+    """``Parameter.__new__`` that marks the parameter as its data is marked (torch makes it without dispatch)."""
+    def wrapped(cls, data=None, requires_grad=True):
+        out = new(cls, data, requires_grad)
+        if data is not None:
+            setattr(out, _TAG, is_host(data))
         return out
     return wrapped
 
@@ -80,6 +91,7 @@ class SimulatedDevice(TorchFunctionMode):
         self.roots = tuple(str(r) for r in roots)  # featlab's code, and an outside paper's when a test adds it
         self.problems: list[str] = []
         self._saved: list[Any] = []
+        self._parameter: Any = None
 
     # ------------------------------------------------------------------ entering: the run device is RUN
     def __enter__(self):
@@ -89,12 +101,15 @@ class SimulatedDevice(TorchFunctionMode):
         runner.resolve_device = lambda device: RUN if str(device) in ("cpu", "auto") else self._saved[1](device)
         for name, fn in zip(_UNDISPATCHED, self._saved[2:]):
             setattr(torch, name, _on_host(fn))
+        self._parameter = torch.nn.Parameter.__new__  # a Parameter keeps its data's place (modules built on the host)
+        torch.nn.Parameter.__new__ = _keeps_place(self._parameter)
         return super().__enter__()
 
     def __exit__(self, *exc):
         placement._HOOK[0], runner.resolve_device = self._saved[:2]
         for name, fn in zip(_UNDISPATCHED, self._saved[2:]):
             setattr(torch, name, fn)
+        torch.nn.Parameter.__new__ = self._parameter
         return super().__exit__(*exc)
 
     # ------------------------------------------------------------------ every op
@@ -115,7 +130,7 @@ class SimulatedDevice(TorchFunctionMode):
         host = self._placement(func, args, kwargs, flat)
         self._check_generator(func, args, kwargs, flat, host)
         out = func(*args, **kwargs)
-        if host and isinstance(out, torch.Tensor) and flat and out is args[0] and not is_host(out):
+        if host and isinstance(out, torch.Tensor) and args and out is args[0] and not is_host(out):
             out = out.view_as(out)  # .cpu() of a run tensor: on a real device a copy, here an alias to mark
         if host is not None:
             _mark(out, host, flat)
@@ -126,6 +141,8 @@ class SimulatedDevice(TorchFunctionMode):
         op mixing the two places is reported."""
         if func is torch.Tensor.cpu:
             return True
+        if func in _QUERIES:
+            return None
         if func is torch.Tensor.to:
             dev, _, _, _ = torch._C._nn._parse_to(*args[1:], **kwargs)
             if len(args) > 1 and isinstance(args[1], torch.Tensor):
@@ -165,7 +182,7 @@ class SimulatedDevice(TorchFunctionMode):
                          f"then move the result")
 
     def _report(self, what: str) -> None:
-        f = sys._getframe(2)
+        f: Any = sys._getframe(2)
         while f is not None and not (f.f_code.co_filename.startswith(self.roots)
                                      and not f.f_code.co_filename.endswith(("devicecheck.py", "placement.py"))):
             f = f.f_back  # through torch's wrappers to featlab's caller
@@ -176,7 +193,7 @@ class SimulatedDevice(TorchFunctionMode):
 
 
 def _name(func: Callable) -> str:
-    return getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    return str(getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func)))
 
 
 def _short(filename: str) -> str:

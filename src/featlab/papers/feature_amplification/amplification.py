@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from ...config import check
 from ...nn.twolayer import sign_prediction
+from ...placement import to_numpy
 from ...runs.registry import experiment
 from . import lemmas
 from . import plots as plots_rfa
@@ -107,7 +108,7 @@ def _d_sweep(ctx, cfg: AmplificationConfig, seeds: list[int], dtype) -> list[tup
         r0, r1 = lemmas.median_rho_own(w0, dd.mu, Jd), lemmas.median_rho_own(nn_.W.detach(), dd.mu, Jd)
         ctx.metric(f"d={d}.rho_median@t=0", r0)
         ctx.metric(f"d={d}.rho_median@t=1", r1)
-        sweep.append((d, r0.cpu().numpy(), r1.cpu().numpy()))
+        sweep.append((d, to_numpy(r0), to_numpy(r1)))  # for the figure
     return sweep
 
 
@@ -178,7 +179,7 @@ def _measure_over_time(ctx, cfg: AmplificationConfig, frame: pd.DataFrame, T: in
 
 # ------------------------------------------------------------------------------------------ drawing, judging
 def _draw(ctx, cfg: AmplificationConfig, f, T: int, store, dist, J, sweep, n_seeds: int) -> None:
-    hist = {t: lemmas.own_rho_values(store[t], dist.mu, J).cpu().numpy() for t in (0, 1, T) if t in store}
+    hist = {t: to_numpy(lemmas.own_rho_values(store[t], dist.mu, J)) for t in (0, 1, T) if t in store}
     ctx.figure(plots_rfa.amplification_figure(f, T, cfg.alpha, hist, sweep,
                                               title=f"Random feature amplification: d={cfg.d}, n={cfg.n}, "
                                                     f"m={cfg.m}, α={cfg.alpha:g}, σ={cfg.sigma_for(cfg.d):.2g}, "

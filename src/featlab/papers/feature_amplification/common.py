@@ -83,7 +83,7 @@ class RFABase(ExperimentConfig):
         gradient and the (E, n, m) pre-activations; each step a few (E, n, d)·(d, m) products, probes included."""
         it, m, nt = item(self.dtype), self.m, self.n_test
         return [tensor(f"{tag}{E} runs × ({n} training + {nt} test points) × d={d}", fields + ("n_test",), E,
-                       n + nt, d, itemsize=it, copies=2),
+                       n + nt, d, itemsize=it, copies=2, host=True),
                 tensor(f"{tag}{E} runs × m={m} neurons × (d={d} weights + {n + nt} pre-activations)", ("m", *fields),
                        E, m, d + n + nt, itemsize=it, copies=4),
                 work(f"{tag}{steps} GD steps of {E} runs × n={n} × m={m} × d={d}", (step_field, *fields),

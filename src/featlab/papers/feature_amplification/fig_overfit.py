@@ -22,6 +22,7 @@ import torch
 from pydantic import Field
 
 from ...nn.twolayer import sign_prediction
+from ...placement import to_host, to_numpy
 from ...runs.claims import Assumption, AtLeast, Claim, Control
 from ...runs.registry import experiment
 from . import fig_regime
@@ -87,12 +88,13 @@ CONTROLS_FIG2 = [
             "the 'low-dimensional' regime run at the high-dimensional regime's (n, d) = (40, 400), d ≫ n: it "
             "interpolates the noise as long, but benignly, so its test accuracy must not fall",
             claims=("rfa.fig2_low_drops",), premise="n ≫ d (Fig 2's low-dimensional regime)",
-            trained=("low.clean_test_acc@end",)),
+            trained=("low.clean_test_acc@end",), tiny={"steps_low": 30}),
     Control("harmful-regime", {"n_high": 100, "d_high": 10, "steps_high": 30_000},
             "the 'high-dimensional' regime run at the low-dimensional regime's (n, d) = (100, 10), n ≫ d: its "
             "clusters overlap (σ√d = 0.79) and fitting the noise costs test accuracy",
             claims=("rfa.fig2_high_T", "rfa.fig2_high_benign", "rfa.fig2_high_interpolates"),
-            premise="d ≫ n (Fig 2's high-dimensional regime)", trained=("high.train_clean_correct@end",)),
+            premise="d ≫ n (Fig 2's high-dimensional regime)", trained=("high.train_clean_correct@end",),
+            tiny={"steps_high": 30}),
     Control("overlapping-clusters", {"sigma": 0.5},
             "σ = 0.5 instead of App. E's d^-0.6 = 0.25 at d = 10 (σ√d = 1.6): the clusters overlap, f* itself errs "
             "on many clean points and no classifier reaches 1 − η, while the net still fits its clean training "
@@ -156,8 +158,8 @@ def _fig2_train(cfg: Fig2Config, seeds, dtype, device, n: int, d: int, steps: in
             s = net(tr.x)
             st = pattern_stats(s, tr)
             pt = sign_prediction(net(te.x))
-            pts["test"][step] = (pt == te.y).cpu()
-            pts["val"][step] = (sign_prediction(net(va.x)) == va.y).cpu()
+            pts["test"][step] = to_host(pt == te.y)  # host copies: the per-point samples of the claims
+            pts["val"][step] = to_host(sign_prediction(net(va.x)) == va.y)
             return {"train_acc": (sign_prediction(s) == tr.y).to(dtype).mean(-1),
                     "train_clean_correct": st["train_clean_correct"], "train_noisy_fit": st["train_noisy_fit"],
                     "test_acc": (pt == te.y).to(dtype).mean(-1),
@@ -166,8 +168,8 @@ def _fig2_train(cfg: Fig2Config, seeds, dtype, device, n: int, d: int, steps: in
     res = gd_logspaced(net, tr, steps, cfg.alpha, seeds, probe, cfg.per_decade, prefix=f"{name}.",
                        desc=f"{name} GD", threads=cfg.threads)
     with torch.no_grad():
-        pts["noisy_fit"] = (sign_prediction(net(tr.x)) == tr.y)[tr.noisy].cpu()
-    pts["opt"] = (te.y_clean == te.y).cpu()
+        pts["noisy_fit"] = to_host((sign_prediction(net(tr.x)) == tr.y)[tr.noisy])
+    pts["opt"] = to_host(te.y_clean == te.y)
     return res, pts
 
 
@@ -222,7 +224,7 @@ def _fig2_judge(ctx, cfg: Fig2Config, s: dict) -> None:
     opt = 1 - cfg.eta
 
     def vs_opt(a, b):  # 1 − η + acc(net) − acc(ỹ) on the same points (exactly 1 − η when they agree everywhere)
-        return opt + float(np.mean(np.asarray(a) - np.asarray(b)))
+        return opt + float(np.mean(a - b))
 
     def drop(a, b):
         return float(np.mean(a)) - float(np.mean(b))
@@ -230,10 +232,10 @@ def _fig2_judge(ctx, cfg: Fig2Config, s: dict) -> None:
     for cid, reg, at in (("rfa.fig2_high_T", "high", "T"), ("rfa.fig2_low_peak", "low", "peak"),
                          ("rfa.fig2_high_benign", "high", "end")):
         if reg in s:
-            pair = (s[reg][at].double().numpy(), s[reg]["opt"].double().numpy())
+            pair = (to_numpy(s[reg][at], float), to_numpy(s[reg]["opt"], float))
             ctx.claim(cid, vs_opt(*pair), scale=opt, samples=pair, statistic=vs_opt, unit="test points")
     if "low" in s:
-        pair = (s["low"]["peak"].double().numpy(), s["low"]["end"].double().numpy())
+        pair = (to_numpy(s["low"]["peak"], float), to_numpy(s["low"]["end"], float))
         ctx.claim("rfa.fig2_low_drops", drop(*pair), samples=pair, statistic=drop, unit="test points")
         fit = s["low"]["noisy_fit"].double()
         ctx.claim("rfa.fig2_low_fits", float(fit.mean()), samples=fit, unit="noisy training points")

@@ -105,10 +105,13 @@ def _fig1_measure(cfg: Fig1Config, net, dist, tr, te, dtype) -> dict:
 
 def _fig1_draw(ctx, cfg: Fig1Config, out: dict, net, tr) -> None:
     G = cfg.grid
+    with torch.no_grad():
+        pred = sign_prediction(net(tr.x))[0]
+    # the figure's arrays leave the run device here, once
+    U, V, proj, y, noisy, pred = ctx.numpy([out["U"], out["V"], out["proj"][0], tr.y[0], tr.noisy[0], pred])
+    F, Fs = ctx.numpy([out["F"][0].reshape(G, G), out["Fs"][0].reshape(G, G)], float)
     ctx.figure(plots_rfa.boundary_figure(
-        out["U"].cpu().numpy(), out["V"].cpu().numpy(), out["F"][0].reshape(G, G).double().cpu().numpy(),
-        out["Fs"][0].reshape(G, G).double().cpu().numpy(), out["proj"][0].cpu().numpy(), tr.y[0].cpu().numpy(),
-        tr.noisy[0].cpu().numpy(), sign_prediction(net(tr.x))[0].detach().cpu().numpy(),
+        U, V, F, Fs, proj, y, noisy, pred,
         title=f"Fig 1: d={cfg.d}, n={cfg.n}, m={cfg.m}, η={cfg.eta:g} ({cfg.noise}), α={cfg.alpha:g}, "
               f"T={cfg.steps_()}"), "fig1_boundary")
 

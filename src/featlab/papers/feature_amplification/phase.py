@@ -109,7 +109,7 @@ CONTROLS = [
             "and the net is at chance; the long run (2000 steps) fits every clean training point",
             claims=("rfa.phase_early_tracks_eta",), premise="(A6) ω√(md) ≤ 1/C²: a small initialisation, so that "
             "the first steps amplify the weak random features within T = O(1) steps",
-            trained=("train_clean_correct@end",)),
+            trained=("train_clean_correct@end",), tiny={"seeds": 1, "steps_long": 30, "n_test": 100}),
 ]
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from ...nn.twolayer import sign_prediction
+from ...placement import to_host, to_numpy
 from ...utils import Replicas
 from .common import SegmentedRun, gd_logspaced, make_dist, make_net
 from .data import f_star
@@ -27,20 +28,22 @@ def run_d(cfg, seeds, d: int, dtype, device) -> tuple[SegmentedRun, dict]:
     tr, te = dist.sample(cfg.n, reps, "train"), dist.sample(cfg.n_test, reps, "test")
     va = dist.sample(cfg.n_test, reps, "val")  # chooses each replica's peak step; never judged on
     net = make_net(cfg, reps, dtype, device, d=d)
-    wrong: dict[str, dict[int, torch.Tensor]] = {"test": {}, "val": {}}
+    wrong: dict[str, dict[int, torch.Tensor]] = {"test": {}, "val": {}}  # host copies, for the claims' samples
 
     def probe(step):
         with torch.no_grad():
             st = sign_prediction(net(tr.x))
-            wrong["test"][step] = (sign_prediction(net(te.x)) != te.y).cpu()
-            wrong["val"][step] = (sign_prediction(net(va.x)) != va.y).cpu()
+            test_wrong = sign_prediction(net(te.x)) != te.y
+            wrong["test"][step] = to_host(test_wrong)
+            wrong["val"][step] = to_host(sign_prediction(net(va.x)) != va.y)
             clean = ~tr.noisy
-            return {"test_err": wrong["test"][step].to(dtype).mean(-1),
+            # on the run device: record() stacks the probe's values with the trainer's losses
+            return {"test_err": test_wrong.to(dtype).mean(-1),
                     "train_acc": (st == tr.y).to(dtype).mean(-1),
                     "train_clean_correct": ((st == tr.y) & clean).sum(-1).to(dtype) / clean.sum(-1).clamp_min(1)}
 
     if cfg.steps_long == 0:  # the untrained net (a control): one probe at the init
-        rows = [(s, 0, lab + name, float(v[i])) for name, v in probe(0).items()
+        rows = [(s, 0, lab + name, float(v[i])) for name, v in to_host(probe(0)).items()
                 for i, (s, lab) in enumerate(zip(reps, reps.labels))]
         res = SegmentedRun("complete", "", pd.DataFrame(rows, columns=["seed", "step", "metric", "value"]))
     else:
@@ -48,11 +51,11 @@ def run_d(cfg, seeds, d: int, dtype, device) -> tuple[SegmentedRun, dict]:
                            threads=cfg.threads)
     with torch.no_grad():
         fs = sign_prediction(f_star(te.x, dist.mu))
-        fstar_wrong, e_star = (fs != te.y).cpu(), (fs != te.y_clean).to(torch.float64).mean(-1).cpu()
+        fstar_wrong, e_star = to_host(fs != te.y), to_host((fs != te.y_clean).to(torch.float64).mean(-1))
         final = sign_prediction(net(tr.x))
-        train_acc = (final == tr.y).to(torch.float64).mean(-1).cpu()
+        train_acc = to_host((final == tr.y).to(torch.float64).mean(-1))
         clean = ~tr.noisy
-        train_clean = (((final == tr.y) & clean).sum(-1).double() / clean.sum(-1).clamp_min(1)).cpu()
+        train_clean = to_host(((final == tr.y) & clean).sum(-1).double() / clean.sum(-1).clamp_min(1))
     steps = sorted(wrong["test"])
     t_T = next(s for s in steps if s >= min(cfg.T(), steps[-1]))
     val = torch.stack([wrong["val"][s].double().mean(-1) for s in steps])  # (steps, E)
@@ -70,23 +73,24 @@ def run_d(cfg, seeds, d: int, dtype, device) -> tuple[SegmentedRun, dict]:
 
 def pooled(cells: list[dict], a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(errors a, errors b, cell index) over the cells' test points pooled over seeds: paired samples."""
-    xs = [c[a].reshape(-1).double().numpy() for c in cells]
-    ys = [c[b].reshape(-1).double().numpy() for c in cells]
+    xs = [to_numpy(c[a].reshape(-1), float) for c in cells]
+    ys = [to_numpy(c[b].reshape(-1), float) for c in cells]
     ids = [np.full(len(x), k, float) for k, x in enumerate(xs)]
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(ids)
 
 
+def _cell_gaps(a: np.ndarray, b: np.ndarray, cell: np.ndarray) -> np.ndarray:
+    """mean(a − b) within each cell present (arrays: pooled()'s, or the bootstrap's resamples of them)."""
+    k = cell.astype(int)
+    n = np.bincount(k)
+    return np.bincount(k, weights=a - b)[n > 0] / n[n > 0]
+
+
 def worst_cell_gap(a, b, cell) -> float:
     """max over cells of mean(a − b) within the cell (the worst cell's excess)."""
-    k = np.asarray(cell).astype(int)
-    n = np.bincount(k)
-    gaps = np.bincount(k, weights=np.asarray(a) - np.asarray(b))[n > 0] / n[n > 0]
-    return float(gaps.max())
+    return float(_cell_gaps(a, b, cell).max())
 
 
 def mean_gap(a, b, cell) -> float:
     """mean over cells of mean(a − b) within the cell."""
-    k = np.asarray(cell).astype(int)
-    n = np.bincount(k)
-    gaps = np.bincount(k, weights=np.asarray(a) - np.asarray(b))[n > 0] / n[n > 0]
-    return float(gaps.mean())
+    return float(_cell_gaps(a, b, cell).mean())

@@ -10,6 +10,7 @@ import math
 import numpy as np
 from matplotlib.colors import ListedColormap
 
+from ...placement import to_numpy
 from ...plotting import Figure, get_cmap, subplots
 
 RED, BLUE, GREEN, GRAY, ORANGE = "#d62728", "#1f77b4", "#2ca02c", "#7f7f7f", "#ff7f0e"
@@ -40,7 +41,7 @@ def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> Figure:
     e = np.asarray(etas)
 
     def ms(name):
-        v = [per_eta[x][name].double().cpu().numpy() for x in etas]
+        v = [to_numpy(per_eta[x][name], float) for x in etas]
         return np.array([a.mean() for a in v]), np.array([a.std() for a in v])
 
     ax = axes[0]

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from ...config import check
 from ...data.base import Batch
 from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
+from ...placement import to_numpy
 from ...runs.claims import AtLeast, AtMost, Claim, Control, Near
 from ...runs.registry import experiment
 from ...train.loop import TrainResult
@@ -182,9 +183,9 @@ def linear_baselines(tr, te) -> dict[str, torch.Tensor]:
 
     acc_nb: list[float] = []
     acc_b: list[float] = []
-    for e in range(tr.x.shape[0]):
-        X, y = tr.x[e].double().cpu().numpy(), tr.y[e].cpu().numpy()
-        Xt, yt = te.x[e].double().cpu().numpy(), te.y_clean[e].cpu().numpy()
+    Xs, ys = to_numpy(tr.x, float), to_numpy(tr.y)  # sklearn fits on the host: the sets cross over once
+    Xts, yts = to_numpy(te.x, float), to_numpy(te.y_clean)
+    for X, y, Xt, yt in zip(Xs, ys, Xts, yts):
         for bias, out in ((False, acc_nb), (True, acc_b)):
             if len(np.unique(y)) < 2:
                 out.append(0.5)
@@ -268,7 +269,7 @@ def _judge_points(ctx, cfg: Theorem1Config, stats: dict, n_seeds: int) -> None:
     the observed label minus label flipped (mean: test error − η, without the test labels' own noise), and wrong on
     the clean label. (The interval is that of the worst η's estimate; the choice of that η is not resampled.)"""
     E, N = stats["pt.err"].shape
-    by_eta = {k: v.double().reshape(len(cfg.etas), n_seeds * N).cpu().numpy()
+    by_eta = {k: to_numpy(v.reshape(len(cfg.etas), n_seeds * N), float)
               for k, v in (("err", stats["pt.err"]), ("flip", stats["pt.flip"]), ("clean", stats["pt.clean_err"]))}
     diff = by_eta["err"] - by_eta["flip"]  # (η, points)
     k = int(diff.mean(1).argmax())
@@ -292,7 +293,7 @@ def _judge_rate(ctx, cfg: Theorem1Config, curve: dict, n_seeds: int) -> None:
         mean = np.array([np.mean(a) for a in per_n])
         return float(np.polyfit(logn, np.log(np.maximum(mean, floor)), 1)[0])
 
-    arrays = tuple(curve[n].double().cpu().numpy() for n in ns)
+    arrays = tuple(to_numpy(curve[n], float) for n in ns)
     ctx.claim("rfa.thm1_rate", ctx.metric("clean_err_loglog_slope", slope(*arrays)), samples=arrays,
               statistic=slope, unit="seeds")
 

@@ -194,9 +194,9 @@ def _make(exp_id: str):
             cos, stats = _measure(net, dist, sub.m)
             for name, val in {**stats, "clean_acc": clean}.items():
                 ctx.metric(f"{tag}binary.{name}", val)
-            fid[v] = stats["fa_margin"].detach().cpu()
+            fid[v] = ctx.to_host(stats["fa_margin"])
             acc.append(ctx.metrics[f"{tag}binary.clean_acc"])
-            panels.append((cos.mean(0).cpu().numpy(), f"{LABEL[field]} = {v:g}"))
+            panels.append((ctx.numpy(cos.mean(0)), f"{LABEL[field]} = {v:g}"))
         ctx.metric("binary.clean_acc_min", min(acc))  # the nets classify at every value (mechanism controls)
         if not ctx.is_control:
             _draw(ctx, cfg, fig, panels)

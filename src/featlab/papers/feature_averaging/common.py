@@ -103,7 +103,7 @@ class FADataConfig(ExperimentConfig):
         E, item = int(self.seeds), 8 if self.dtype == "float64" else 4
         N, D = gram.size(self) if self.simulation == "gram" else (int(self.n), int(self.d))
         needs = [Need(f"{E} replicas × {N} Gaussian vectors × {D} coordinates, {item}-byte floats (+ one "
-                      f"float64 factor)", ("seeds", "n"), bytes=float(E * N * D * item + 8 * N * D))]
+                      f"float64 factor)", ("seeds", "n"), bytes=float(E * N * D * item + 8 * N * D), host=True)]
         if self.integrator == "gd":
             needs.append(Need(f"{self.T} steps over {E} × {N} × {D} data", ("T",), flops=2.0 * E * N * D * self.T,
                               steps=self.T))

@@ -7,11 +7,12 @@ fine-grained label (§4.2). Every replica has its own centres and samples (seed-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from ...data.base import Batch
+from ...placement import to_host, to_run
 from ...utils import generator
 
 
@@ -68,10 +69,16 @@ class MultiClusterDistribution:
         paper's cluster j is index j − 1, ``mu[:, j - 1]``).
         """
         mu = torch.stack([orthogonal_centres(k, d, centres, generator(s, "centres"), pairwise_cos, norm_scales)
-                          for s in seeds]).to(device=device, dtype=dtype)  # drawn on the CPU, then moved
-        pos = torch.zeros(k, dtype=torch.bool, device=mu.device)
-        pos[torch.tensor(positive, dtype=torch.long, device=mu.device)] = True
-        return cls(mu, pos, alpha, sigma)
+                          for s in seeds]).to(dtype=dtype)  # drawn on the host, then moved whole
+        pos = torch.zeros(k, dtype=torch.bool, device="cpu")
+        pos[torch.tensor(positive, dtype=torch.long, device="cpu")] = True
+        dist = cls(mu, pos, alpha, sigma)
+        return dist if device is None else dist.to(device)
+
+    def to(self, device) -> MultiClusterDistribution:
+        """The same law with every tensor field (μ, J+, the Gram simulation's Gaussians) on ``device``."""
+        return replace(self, mu=to_run(self.mu, device), positive=to_run(self.positive, device),
+                       gaussians=to_run(self.gaussians, device))
 
     @property
     def E(self) -> int:
@@ -114,10 +121,10 @@ class MultiClusterDistribution:
         xs, ys, cs = [], [], []
         for e, s in enumerate(seeds):
             g = generator(s, role)
-            # drawn on the CPU stream (the same numbers on every device), then moved to the centres' device
-            j = torch.randint(self.k, (n,), generator=g, device="cpu").to(self.mu.device)
-            xi = (torch.randn(n, self.d, generator=g, dtype=torch.float64, device="cpu")
-                  .to(self.mu.device, self.mu.dtype))
+            # drawn on the host stream (the same numbers on every device), then moved to the centres' device
+            j = to_run(torch.randint(self.k, (n,), generator=g, device="cpu"), self.mu.device)
+            xi = to_run(torch.randn(n, self.d, generator=g, dtype=torch.float64, device="cpu"), self.mu.device,
+                        self.mu.dtype)
             xs.append(self.alpha * self.mu[e, j] + self.sigma * xi)  # Def 3.1 / Remark A.5
             cs.append(j)
             ys.append(self.signs[j])
@@ -136,12 +143,12 @@ def relabel(batch: Batch, positive: torch.Tensor, seeds: list[int], mode: str) -
     """
     if mode == "cluster":
         return batch
-    pos = positive.cpu()
+    pos = to_host(positive)  # the draws and their bookkeeping on the host; the labels cross back once, at the end
     k = pos.numel()
     ys, cs = [], []
     for e, s in enumerate(seeds):
         g = generator(s, "relabel")
-        c_true, n = batch.info["cluster"][e].cpu(), batch.y.shape[-1]
+        c_true, n = to_host(batch.info["cluster"][e]), batch.y.shape[-1]
         if mode == "random":
             c = torch.randint(k, (n,), generator=g)
             y = (torch.randint(2, (n,), generator=g) * 2 - 1).to(batch.y.dtype)
@@ -149,10 +156,10 @@ def relabel(batch: Batch, positive: torch.Tensor, seeds: list[int], mode: str) -
             jp, jn = pos.nonzero().flatten(), (~pos).nonzero().flatten()
             rp = jp[torch.randint(len(jp), (n,), generator=g)]
             rn = jn[torch.randint(len(jn), (n,), generator=g)]
-            c, y = torch.where(pos[c_true], rp, rn), batch.y[e].cpu()
+            c, y = torch.where(pos[c_true], rp, rn), to_host(batch.y[e])
         else:  # pragma: no cover - validated by the config
             raise ValueError(mode)
         ys.append(y)
         cs.append(c)
     dev = batch.y.device
-    return Batch(batch.x, torch.stack(ys).to(dev), {**batch.info, "cluster": torch.stack(cs).to(dev)})
+    return Batch(batch.x, to_run(torch.stack(ys), dev), {**batch.info, "cluster": to_run(torch.stack(cs), dev)})

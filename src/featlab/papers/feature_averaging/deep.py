@@ -29,6 +29,7 @@ from ...config import check
 from ...data.images import ImageData
 from ...errors import DataError
 from ...nn.twolayer import logit_margin_readout
+from ...placement import to_host, to_run
 from ...runs.registry import experiment
 from ...runs.resources import dataset_needs, image_needs
 from ...text import table
@@ -180,10 +181,12 @@ def _training_labels(cfg: FAResNetConfig, y: torch.Tensor, pos_mask: torch.Tenso
 
 
 def within_coarse(y: torch.Tensor, pos_mask: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    """A uniform class of each label's own coarse class (J+ or J−), drawn from g: the 'fine-shuffled' labels."""
+    """A uniform class of each label's own coarse class (J+ or J−), drawn from g: the 'fine-shuffled' labels.
+    Drawn and picked on the host (g, ``pos_mask``: host), moved to the labels' device once."""
+    pos_mask = to_host(pos_mask)
     side = [pos_mask.nonzero().flatten(), (~pos_mask).nonzero().flatten()]
-    draw = [s[torch.randint(len(s), y.shape, generator=g, device=g.device).cpu()] for s in side]
-    return torch.where(pos_mask[y.cpu()], draw[0], draw[1]).to(y.device)
+    draw = [s[torch.randint(len(s), y.shape, generator=g, device="cpu")] for s in side]
+    return to_run(torch.where(pos_mask[to_host(y)], draw[0], draw[1]), y.device)
 
 
 def _positive_mask(ctx, k: int) -> torch.Tensor:
@@ -239,8 +242,8 @@ def _train(ctx, data: ImageData, pos_mask: torch.Tensor, head: str, seed: int, c
             row["test_acc_kclass"] = (logits.argmax(-1) == data.y_test).double().mean().item()
         return row
 
-    if cfg.epochs == 0:  # the 'untrained' control: the network at its init
-        model.eval()
+    if cfg.epochs == 0:  # the 'untrained' control: the network at its init, on the run device as fit puts it
+        model.to(ctx.device).eval()
         with torch.no_grad():
             return model, evaluate(model)
     res = ctx.trained(fit(model, batch_fn, len(labels), cfg.fit_spec(), evaluate=evaluate, seed=seed,

@@ -24,6 +24,7 @@ import torch
 
 from ...data.images import ImageData
 from ...nn.twolayer import logit_margin_readout
+from ...placement import to_host, to_numpy
 from ...probes.apgd import binary_logits
 from ...probes.ensemble import AttackBudget, EnsembleResult, robust_masks_ensemble
 from ...probes.indicators import attack_indicators
@@ -75,7 +76,7 @@ def robust_points(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], c
     if check and cfg.attack == "ensemble":
         strong = robust_masks_ensemble(score, x, y, radii, budget=attack_budget(cfg, strong=True), start=res.worst,
                                        frontier=True, generator=generator(seed, "attack-check"), **kw)
-    return Attacked(res.worst.cpu(), res.masks["pgd"].cpu(), res, attack_indicators(res, strong=strong))
+    return Attacked(to_host(res.worst), to_host(res.masks["pgd"]), res, attack_indicators(res, strong=strong))
 
 
 def score_fn(model, head: str, pos_mask: torch.Tensor):
@@ -165,7 +166,7 @@ def readout_points(model, head: str, pos_mask: torch.Tensor, data: ImageData, tr
     for x, y_pos in ((data.x_train, train_pos), (data.x_test, pos_mask[data.y_test])):
         logits = predict(model, x, batch)
         pred = logits.argmax(-1) == 1 if head == "binary" else logit_margin_readout(logits, pos_mask) > 0
-        out.append(pred.cpu() == y_pos.cpu())
+        out.append(to_host(pred) == to_host(y_pos))
     return out[0], out[1]
 
 
@@ -275,12 +276,12 @@ def judge(ctx, masks: dict[str, list[torch.Tensor]],
     ctx.claim("fa.deep_kclass_more_robust", mean_gap, samples=per_point, unit="test points", converged=converged)
     m10, m2 = M.mean(1), B.mean(1)
     info = [i for i in pos if not ((m10[i] == 1 and m2[i] == 1) or (m10[i] == 0 and m2[i] == 0))]
-    gaps = tuple((100 * (M[i] - B[i])).numpy() for i in info)
+    gaps = tuple(to_numpy(100 * (M[i] - B[i])) for i in info)
     ctx.claim("fa.deep_kclass_above_every_radius", min_gap, samples=gaps if gaps else None,
               statistic=_min_of_means, unit="test points", converged=converged)
     for h, pv in (paper_clean or {}).items():
-        c = torch.cat([cp[0] for cp in clean_points[h]]).double().numpy()
-        y = torch.cat([cp[1] for cp in clean_points[h]]).numpy()
+        c = to_numpy(torch.cat([cp[0] for cp in clean_points[h]]), float)
+        y = to_numpy(torch.cat([cp[1] for cp in clean_points[h]]))
         ctx.claim(f"fa.deep_{h}_clean", _balanced_pct(c, y), samples=(c, y.astype(float)), statistic=_balanced_pct,
                   unit="test points", paper_value=pv)
 

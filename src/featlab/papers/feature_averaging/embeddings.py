@@ -12,7 +12,7 @@ Decisions where the paper is silent (each is a config field; see docs/image-benc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 import numpy as np
@@ -24,6 +24,7 @@ from ...config import ExperimentConfig, check
 from ...data.embeddings import embedding_split
 from ...errors import DataError
 from ...nn.twolayer import EnsembleTwoLayer, block_readout, logit_margin_readout, signed_readout
+from ...placement import to_run
 from ...runs.registry import experiment
 from ...runs.resources import embedding_needs
 from ...train.loop import train
@@ -78,19 +79,23 @@ class FAEmbeddingsConfig(ExperimentConfig):
 
 @dataclass
 class _Task:
-    """The prepared embeddings on the run's device: inputs x (cfg.dtype, ‖x‖ ≈ √D), classes relabelled so that
-    0..k/2−1 are J+."""
+    """The prepared embeddings: inputs x (cfg.dtype, ‖x‖ ≈ √D), classes relabelled so that 0..k/2−1 are J+. Built
+    on the host from the file, then moved whole to the run device (:meth:`to`)."""
 
     xtr: torch.Tensor
     xte: torch.Tensor
-    ytr: torch.Tensor  # the file's labels (Fig 10), on the CPU
+    ytr: torch.Tensor  # the file's labels (Fig 10)
     ctr: torch.Tensor  # relabelled classes
     cte: torch.Tensor
     pos_r: torch.Tensor  # (k,) J+ mask of the relabelled classes: the first k/2
-    order: torch.Tensor  # file class of each relabelled class, on the CPU
+    order: torch.Tensor  # file class of each relabelled class
     mu: torch.Tensor  # (k, D) μ_j: class means of the training embeddings
     k: int
     src: str
+
+    def to(self, device) -> _Task:
+        """The same task with every tensor field on ``device``."""
+        return replace(self, **{f.name: to_run(getattr(self, f.name), device) for f in fields(self)})
 
 
 @experiment("fa-embeddings", paper="feature-averaging", reference="Fig 2c/2d, Fig 10 (§6.1)",
@@ -124,17 +129,17 @@ def _prepare(cfg: FAEmbeddingsConfig, dtype, device, ztr, ytr, zte, yte, src: st
     D = ztr.shape[1]
     mean = ztr.mean(0) if cfg.center else torch.zeros(D, dtype=ztr.dtype, device=ztr.device)
     scale = ((ztr - mean).norm(dim=1).mean() / math.sqrt(D))
-    prep = lambda z: ((z - mean) / scale).to(device=device, dtype=dtype)  # (‖z‖ ≈ √D on average)
+    prep = lambda z: ((z - mean) / scale).to(dtype=dtype)  # (‖z‖ ≈ √D on average)
     xtr, xte = prep(ztr), prep(zte)
-    pos = torch.zeros(k, dtype=torch.bool, device=ytr.device)  # class bookkeeping on the labels' device (CPU)
+    pos = torch.zeros(k, dtype=torch.bool, device=ytr.device)  # class bookkeeping beside the labels (the host)
     pos[cfg.positive] = True
     # class order for the figure and the head: J+ classes first, then J− (rows μ_1..μ_k in this order)
     order = torch.cat([pos.nonzero().flatten(), (~pos).nonzero().flatten()])
     rank = torch.empty(k, dtype=torch.long, device=ytr.device)
     rank[order] = torch.arange(k, device=ytr.device)
-    ctr, cte = rank[ytr].to(device), rank[yte].to(device)  # relabelled so that classes 0..k/2−1 are J+
+    ctr, cte = rank[ytr], rank[yte]  # relabelled so that classes 0..k/2−1 are J+
     mu = torch.stack([xtr[ctr == c].mean(0) for c in range(k)])  # μ_j: class means of the training embeddings
-    return _Task(xtr, xte, ytr, ctr, cte, torch.arange(k, device=device) < k // 2, order, mu, k, src)
+    return _Task(xtr, xte, ytr, ctr, cte, torch.arange(k, device=ytr.device) < k // 2, order, mu, k, src).to(device)
 
 
 def _train(ctx, t: _Task) -> tuple[EnsembleTwoLayer, EnsembleTwoLayer]:
@@ -155,8 +160,8 @@ def _train(ctx, t: _Task) -> tuple[EnsembleTwoLayer, EnsembleTwoLayer]:
     cidx = t.ctr.expand(E, -1)
     if cfg.kclass_labels == "shuffled":  # per seed, a uniform class of the image's own coarse label (J+ = 0..k/2−1)
         half_k = t.k // 2
-        draws = torch.stack([torch.randint(half_k, t.ctr.shape, generator=generator(s, "fine-shuffled"))
-                             for s in seeds]).to(t.ctr.device)
+        draws = to_run(torch.stack([torch.randint(half_k, t.ctr.shape, generator=generator(s, "fine-shuffled"))
+                                    for s in seeds]), t.ctr.device)
         cidx = draws + half_k * (~t.pos_r[t.ctr]).long()
     ctx.trained(train([knet.W], lambda s: cross_entropy(knet(xtr), cidx), cfg.steps, seeds=seeds, optimizer=opt,
                       lr=cfg.lr, probe=lambda s: {"train_acc_kclass": (knet(xtr).argmax(-1) == cidx).double()
@@ -218,22 +223,21 @@ def selectivity(cos: torch.Tensor, pos_r: torch.Tensor, neuron_pos: torch.Tensor
 def _measure_embeddings(ctx, t: _Task) -> tuple[np.ndarray, torch.Tensor]:
     """Fig 10: cos(z_i, z_j) of ``per_class`` training embeddings per class, ordered by class; (corr, labels)."""
     sel = torch.cat([(t.ytr == c).nonzero().flatten()[: ctx.cfg.per_class] for c in range(t.k)])
-    zs = t.xtr[sel.to(t.xtr.device)]
+    zs = t.xtr[sel]
     zs = zs / zs.norm(dim=1, keepdim=True)
-    corr = (zs @ zs.T).cpu().numpy()
-    lab = t.ytr[sel]
+    corr, lab = zs @ zs.T, t.ytr[sel]
     same = (lab[:, None] == lab[None, :]) & ~torch.eye(len(sel), dtype=torch.bool, device=lab.device)
-    ctx.metric("embeddings.cos_within_class", float(torch.from_numpy(corr)[same].mean()))
-    ctx.metric("embeddings.cos_between_class", float(torch.from_numpy(corr)[lab[:, None] != lab[None, :]].mean()))
-    return corr, lab
+    ctx.metric("embeddings.cos_within_class", float(corr[same].mean()))
+    ctx.metric("embeddings.cos_between_class", float(corr[lab[:, None] != lab[None, :]].mean()))
+    return ctx.numpy(corr), ctx.to_host(lab)  # for the figure
 
 
 def _draw(ctx, t: _Task, bcos: torch.Tensor, kcos: torch.Tensor, corr: np.ndarray, lab: torch.Tensor) -> None:
     cfg: FAEmbeddingsConfig = ctx.cfg
     E, k = len(ctx.seeds), t.k
     ctx.figure(plotting.heatmap_panels([
-        (bcos.mean(0).cpu().numpy(), f"(c) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
-        (kcos.mean(0).cpu().numpy(), f"(d) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
+        (ctx.numpy(bcos.mean(0)), f"(c) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
+        (ctx.numpy(kcos.mean(0)), f"(d) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
         f"Feature averaging vs decoupling on {t.src} (width {cfg.width}, h={cfg.h}; rows/columns: J+ classes "
         f"{[int(c) for c in t.order[: k // 2]]} first)"), "fig2cd_embedding_cosine")
 

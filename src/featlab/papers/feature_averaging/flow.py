@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
+from ...placement import to_numpy
 from ...train.loop import TrainResult, record
 from ...utils import progress_bar
 
@@ -80,9 +81,9 @@ def flow(params: Sequence[torch.Tensor], loss_fn: Callable[[], torch.Tensor], t_
             p.grad = None
         loss = loss_fn()
         grads = torch.autograd.grad(loss.sum(), params)
-        return -torch.cat([g.reshape(-1) for g in grads]).detach().to("cpu", torch.float64).numpy()
+        return -to_numpy(torch.cat([g.reshape(-1) for g in grads]), float)
 
-    y = torch.cat([p.detach().reshape(-1) for p in params]).to("cpu", torch.float64).numpy()
+    y = to_numpy(torch.cat([p.detach().reshape(-1) for p in params]), float)
     times: list[float] = []  # rhs reads them for the progress bar: none yet for the first evaluation
     times = probe_times(t_end, points, first_time(y, rhs(0.0, y)) if first is None else first)
     bar = progress_bar(len(times), desc)

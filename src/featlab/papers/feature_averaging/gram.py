@@ -28,6 +28,7 @@ import torch
 
 from ...data.base import Batch
 from ...errors import ConfigError
+from ...placement import to_run
 from ...utils import generator
 from .data import MultiClusterDistribution, orthogonal_centres, relabel
 
@@ -94,17 +95,17 @@ def assemble(cfg, seeds, mu: torch.Tensor, rows: torch.Tensor, clusters: dict[st
     counts = role_counts(cfg)
     rows = rows.to(device=device, dtype=dtype)
     split = dict(zip(ROLES, rows.split([counts[r] for r in ROLES], dim=1)))
-    pos = torch.zeros(cfg.k, dtype=torch.bool)
-    pos[torch.tensor(cfg.positive_set(), dtype=torch.long)] = True
-    mu, pos = mu.to(device=device, dtype=dtype), pos.to(device)
-    dist = MultiClusterDistribution(mu, pos, cfg.alpha, cfg.sigma, d_nominal=d_nominal,
-                                    gaussians={r: split[r] for r in ROLES[2:]})
+    pos = torch.zeros(cfg.k, dtype=torch.bool, device="cpu")
+    pos[torch.tensor(cfg.positive_set(), dtype=torch.long, device="cpu")] = True
+    dist = MultiClusterDistribution(mu.to(dtype=dtype), pos, cfg.alpha, cfg.sigma, d_nominal=d_nominal,
+                                    gaussians={r: split[r] for r in ROLES[2:]}).to(device)  # rows: there already
+    mu = dist.mu
     batches: list[Batch | None] = []
     for role in ("train", "test"):
         if not counts[role]:
             batches.append(None)
             continue
-        j = clusters[role].to(device)
+        j = to_run(clusters[role], device)
         x = split[role].mul_(cfg.sigma)
         for e in range(len(seeds)):
             x[e].add_(mu[e, j[e]], alpha=cfg.alpha)  # Def 3.1 / Remark A.5: x = αμ_j + σξ

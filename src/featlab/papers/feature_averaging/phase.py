@@ -338,7 +338,7 @@ def fa_phase(ctx) -> None:
         ctx.figure(phase_figure(cfg, cells, fits), "phase_heatmaps")
     ratios = [per[c]["binary.cos_ratio"] for c in keys]
     ctx.claim("fa.phase_cos_everywhere", max((float((r - 1).abs().max()) for r in ratios), default=math.nan))
-    arr = lambda name: tuple(per[c][name].double().cpu().numpy() for c in keys)  # per seed, one array per cell
+    arr = lambda name: tuple(ctx.numpy(per[c][name], float) for c in keys)  # per seed, one array per cell
     # seeds resampled jointly over the cells; judged on both sides of each radius' interval (certified, attacked)
     rb, rbc = arr("binary.critical_radius"), arr("binary.critical_radius_certified")
     ctx.claim("fa.phase_binary_exponent", fits["binary"][0], samples=Bracket(rbc, rb) if rb else None,

@@ -11,6 +11,7 @@ import torch
 
 from ... import plotting
 from ...nn.twolayer import binary_readout, sign_prediction
+from ...placement import to_run
 from ...probes.certify import robust_interval
 from ...probes.robustness import critical_radius, worst_case
 from ...runs.registry import experiment
@@ -147,7 +148,7 @@ def _thm46(cfg: FASyntheticConfig, seeds, dist, tr, bnet) -> dict[str, torch.Ten
     else:
         rand = torch.stack([torch.randn(cfg.thm46_starts, cfg.d, generator=generator(s, "thm46"),
                                         dtype=torch.float64, device="cpu") for s in seeds])  # each from its own stream
-    starts = torch.cat([rand.to(tr.x.device, tr.x.dtype), tr.x[:, : cfg.thm46_starts]], 1)
+    starts = torch.cat([to_run(rand, tr.x.device, tr.x.dtype), tr.x[:, : cfg.thm46_starts]], 1)
     t46 = measures.thm46_distance(bnet, dist.mu, dist.positive, cfg.m, starts=starts, steps=cfg.thm46_steps,
                                   d=dist.d)
     return {"binary.thm46_bound": t46["bound"], "binary.thm46_estimate": t46["estimate"],
@@ -228,23 +229,23 @@ def _draw(ctx, cfg: FASyntheticConfig, bcos, kcos, curves) -> None:
     """Fig 2a/2b (cosine maps, mean over seeds) and Fig 3 left (robust accuracy vs radius, the paper's beside)."""
     k, d, E = cfg.k, cfg.d, bcos.shape[0]
     ctx.figure(plotting.heatmap_panels([
-        (bcos.mean(0).cpu().numpy(), f"(a) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
-        (kcos.mean(0).cpu().numpy(), f"(b) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
+        (ctx.numpy(bcos.mean(0)), f"(a) 2-class labels: cos($\\mu_i, w_j$), mean of {E} seeds"),
+        (ctx.numpy(kcos.mean(0)), f"(b) {k}-class labels: cos($\\mu_i, w_j$), mean of {E} seeds")],
         f"Feature averaging vs decoupling (k={k}, d={d}, m={cfg.m}, n={cfg.n}, η={cfg.eta:g}, T={cfg.T})"),
         "fig2ab_cosine")
     (b_w, k_w), (b_c, k_c) = curves["worst"], curves["certified"]
     exact, paper_ok = bool((b_w == b_c).all()), (k, d) == (10, 3072)
+    mean, std = (lambda c: ctx.numpy(c.mean(1))), (lambda c: ctx.numpy(c.std(1, correction=0)))  # (R,) to plot
     lines = [
-        dict(label=f"2-class labels ({'exact' if exact else 'attacked'})", mean=b_w.mean(1),
-             std=b_w.std(1, correction=0), color=plotting.RED, lower=None if exact else b_c.mean(1),
+        dict(label=f"2-class labels ({'exact' if exact else 'attacked'})", mean=mean(b_w), std=std(b_w),
+             color=plotting.RED, lower=None if exact else mean(b_c),
              paper=(PAPER_FIG3_RADII, PAPER_FIG3_BINARY) if paper_ok else None),
-        dict(label=f"{k}-class labels (attacked)", mean=k_w.mean(1), std=k_w.std(1, correction=0),
-             color=plotting.BLUE, lower=k_c.mean(1),
-             paper=(PAPER_FIG3_RADII, PAPER_FIG3_KCLASS) if paper_ok else None)]
+        dict(label=f"{k}-class labels (attacked)", mean=mean(k_w), std=std(k_w), color=plotting.BLUE,
+             lower=mean(k_c), paper=(PAPER_FIG3_RADII, PAPER_FIG3_KCLASS) if paper_ok else None)]
     if "pgd" in curves:  # margin PGD alone: the gap to the worst case is what masking hides
-        lines += [dict(label="2-class labels (margin PGD alone)", mean=curves["pgd"][0].mean(1), color=plotting.RED,
+        lines += [dict(label="2-class labels (margin PGD alone)", mean=mean(curves["pgd"][0]), color=plotting.RED,
                        style="--"),
-                  dict(label=f"{k}-class labels (margin PGD alone)", mean=curves["pgd"][1].mean(1),
+                  dict(label=f"{k}-class labels (margin PGD alone)", mean=mean(curves["pgd"][1]),
                        color=plotting.BLUE, style="--")]
     ctx.figure(plotting.robust_curves(cfg.radius_grid(), lines,
                                    [((d / k) ** 0.5, "$\\sqrt{d/k}$"), ((d / 2) ** 0.5, "$\\sqrt{d/2}$")],

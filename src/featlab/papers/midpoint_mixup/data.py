@@ -26,6 +26,7 @@ import torch
 
 from ...config import Need
 from ...data.base import Batch
+from ...placement import to_host
 from ...runs.resources import item, tensor, work
 from ...utils import cpu_draws, generator, per_replica
 
@@ -70,10 +71,11 @@ class LinearMultiView:
     def sample(self, n: int, seeds: list[int], role: str = "train", dtype=torch.float64,
                labels: torch.Tensor | None = None, device=None) -> Batch:
         k = self.k
+        fixed = None if labels is None else to_host(labels)  # the caller's labels may be on the run device
 
         @cpu_draws
         def draw(g):
-            y = torch.randint(k, (n,), generator=g) if labels is None else labels.clone()
+            y = torch.randint(k, (n,), generator=g) if fixed is None else fixed.clone()
             beta = self.beta_lo + (self.beta_hi - self.beta_lo) * torch.rand(n, generator=g, dtype=torch.float64)
             x = torch.zeros(n, 2 * k, dtype=torch.float64)
             x[torch.arange(n), 2 * y] = beta  # Eq. 3.2
@@ -171,7 +173,7 @@ class MultiViewDistribution:
                labels: torch.Tensor | None = None, device=None) -> Batch:
         """N i.i.d. draws per replica from the (seed, data/role) stream (on the CPU, then moved to ``device``);
         ``labels`` (n,) fixes y."""
-        labels = None if labels is None else labels.cpu()
+        labels = None if labels is None else to_host(labels)  # drawn beside the host's draws
         xs, ys, bs, ss = zip(*[self._draw(generator(s, f"data/{role}"), n, labels) for s in seeds])
         return Batch(torch.stack(xs).to(dtype), torch.stack(ys),
                      {"beta": torch.stack(bs).to(dtype), "noise_classes": torch.stack(ss)}).to(device)
@@ -250,7 +252,7 @@ def patch_net_needs(cfg, *, E: int, k: int, N: int, P: int, m: int, steps: dict[
     needs = [
         tensor(f"{tag}{E} replicas × N={N} points × P={P} patches × {dim} coordinates (float64 draws and their "
                f"cast), and the test set's {n_test} points twice", fields + shape[:1], E, N + 2 * n_test, P, dim,
-               itemsize=8 + it),
+               itemsize=8 + it, host=True),
         tensor(f"{tag}pre-activations E×N×P'×km = {E}×{N}×{Pc}×{M}, with their gradient and autograd's saved values",
                fields + shape[1:], E, N, Pc, M, itemsize=it, copies=6),
         tensor(f"{tag}one block of the all-pairs grid: {E} × {pairs} pairs × {Pc}×{M} activations", ("chunk",),

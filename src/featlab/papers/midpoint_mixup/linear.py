@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from ...config import ExperimentConfig, Need, check
 from ...nn.activations import identity
 from ...nn.twolayer import EnsembleTwoLayer, block_readout
+from ...placement import to_host, to_numpy
 from ...runs.claims import AtLeast, AtMost, Claim, Control
 from ...runs.registry import experiment
 from ...runs.resources import item, tensor, work
@@ -76,7 +77,7 @@ class LinearConfig(ExperimentConfig):
         Ng = self.grad_points_per_class * max(self.grad_ks)
         pairs = E * N * N * k * (1 + len(self.beta_params) * self.quad_nodes) + len(self.grad_C) * Ng * Ng * Ng
         return [tensor(f"{E} replicas (seeds × scales) × N={N} points", ("N", "seeds", "scales"), E, N, 2 * k + k,
-                       itemsize=it, copies=4),
+                       itemsize=it, copies=4, host=True),
                 tensor(f"k-class fits over N = {Ng} points", ("grad_points_per_class", "grad_ks"), len(self.grad_C),
                        Ng, 3 * max(self.grad_ks), itemsize=it, copies=4),
                 work(f"the all-pairs losses over N² = {N * N} pairs", ("N", "quad_nodes"), 30.0 * pairs, 100)]
@@ -173,7 +174,7 @@ def _gaps(cfg: LinearConfig, dist, s: int, dtype, prop33: bool = True,
             Jf = mixup_all_pairs_loss(eqf, x, y, lam, w) - float(mixup_infimum(tr.y, a))
         out[f"a={a:g}.prop33_gap"] = J
         out[f"a={a:g}.prop33_gap_fine_min"] = Jf.min()
-    return reps, {n: v.cpu() for n, v in out.items()}
+    return reps, to_host(out)
 
 
 def lagging_gradients(cfg: LinearConfig, kk: int, seed: int, dtype,
@@ -199,7 +200,7 @@ def lagging_gradients(cfg: LinearConfig, kk: int, seed: int, dtype,
     W0 = diagonal_weights(c1, c2, kk)
     logits = x @ W0.transpose(1, 2)  # (E, N, k): g^s(x) = <w_s, x>
     rival = logits.scatter(-1, yy[..., None], float("-inf")).amax(-1)
-    out = {"train_acc": (logits.gather(-1, yy[..., None]).squeeze(-1) > rival).double().mean(-1).cpu()}
+    out = {"train_acc": to_host((logits.gather(-1, yy[..., None]).squeeze(-1) > rival).double().mean(-1))}
     for name, method in (("grad_mm", cfg.prop34_loss), ("grad_erm", "erm")):
         net = linear_model(diagonal_weights(c1, c2, kk), kk)
         losses[method](net).sum().backward()
@@ -207,7 +208,7 @@ def lagging_gradients(cfg: LinearConfig, kk: int, seed: int, dtype,
         g = -net.W.grad.detach()  # g[:, y, f] = <−∇_{w_y} J, v_f>
         ar = torch.arange(kk, device=g.device)
         lag = g[:, ar, 2 * ar + 1]  # (E, k): <−∇_{w_y} J, v_{y,2}> for every y
-        out[name] = (lag if cfg.others == "lopsided" else lag[:, :1]).cpu()
+        out[name] = to_host(lag if cfg.others == "lopsided" else lag[:, :1])
     return reps, out
 
 
@@ -282,11 +283,11 @@ def _judge(ctx, m: dict) -> None:
 def _draw(ctx, cfg: LinearConfig, m: dict) -> None:
     gaps, gap_min = m["gaps"], m["gap_min"]
     fig = plots_mm.lines(np.asarray(cfg.scales),
-                         [(gaps["lemma32.gap_equal"][0].cpu().numpy().clip(1e-16),
+                         [(to_numpy(gaps["lemma32.gap_equal"][0]).clip(1e-16),
                            "equal correlations (Lemma 3.2)", "o-"),
-                          (gaps["lemma32.gap_unequal"][0].cpu().numpy().clip(1e-16),
+                          (to_numpy(gaps["lemma32.gap_unequal"][0]).clip(1e-16),
                            f"unequal (1 ± {cfg.unequal:g})", "s--")]
-                         + [(gaps[f"a={a:g}.prop33_gap"][0].cpu().numpy().clip(1e-16),
+                         + [(to_numpy(gaps[f"a={a:g}.prop33_gap"][0]).clip(1e-16),
                              f"Beta({a:g},{a:g}) Mixup, equal corr.", "-") for a in gap_min],
                          "scale γ of g", "J(γg) − inf J", f"Lemma 3.2 / Prop 3.3 (k={cfg.k}, N={cfg.N})", logy=True)
     fig.axes[0].set_xscale("log")
@@ -295,8 +296,8 @@ def _draw(ctx, cfg: LinearConfig, m: dict) -> None:
         ys = []
         for j, kk in enumerate(cfg.grad_ks):
             Cg, mm, er = m["curves"][kk]
-            ys += [(mm.min(-1).values.cpu().numpy().clip(1e-300), f"{cfg.prop34_loss}, k={kk} (min over y)", f"C{j}o-"),
-                   (er.max(-1).values.cpu().numpy().clip(1e-300), f"ERM, k={kk} (max over y)", f"C{j}s--"),
+            ys += [(to_numpy(mm.min(-1).values).clip(1e-300), f"{cfg.prop34_loss}, k={kk} (min over y)", f"C{j}o-"),
+                   (to_numpy(er.max(-1).values).clip(1e-300), f"ERM, k={kk} (max over y)", f"C{j}s--"),
                    (np.asarray([kk ** (1 - 0.1 * c) for c in Cg]), f"k^(1−0.1C), k={kk}", f"C{j}:"),
                    (np.full(len(Cg), PROP34_CONSTANT / kk**2), f"{PROP34_CONSTANT:g}/k², k={kk}", f"C{j}-.")]
         ctx.figure(plots_mm.lines(np.asarray(cfg.grad_C), ys, "C  (Δ_y = C log k)",

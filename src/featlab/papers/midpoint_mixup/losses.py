@@ -89,12 +89,12 @@ def mixup_sampled_loss(model, x: torch.Tensor, y: torch.Tensor, partner: torch.T
     ``sample_beta(a, size, gens)`` of :mod:`featlab.train.mixup`."""
     H = patch_preactivation(model, x)
     E, N = y.shape
-    Hj = H.gather(1, partner.to(H.device)[:, :, None, None].expand(-1, -1, *H.shape[2:]))
-    lam = lam.to(H.device, H.dtype)  # drawn on a CPU generator
+    partner, lam = partner.to(H.device), lam.to(H.device, H.dtype)  # drawn on CPU generators: moved once
+    Hj = H.gather(1, partner[:, :, None, None].expand(-1, -1, *H.shape[2:]))
     lam = lam.expand(E, N) if lam.shape[1] == 1 else lam
     lm = lam[:, :, None, None]
     logp = logits_from_preact(model, lm * H + (1 - lm) * Hj, mult).log_softmax(-1)
-    yj = y.gather(1, partner.to(y.device))
+    yj = y.gather(1, partner)
     li = logp.gather(-1, y[..., None]).squeeze(-1)
     lj = logp.gather(-1, yj[..., None]).squeeze(-1)
     return -(lam * li + (1 - lam) * lj).mean(-1)

@@ -23,6 +23,7 @@ from ...config import ExperimentConfig, check
 from ...errors import TrainingDiverged
 from ...nn.activations import SmoothedReLU
 from ...nn.twolayer import EnsembleTwoLayer, block_readout
+from ...placement import to_run
 from ...runs.registry import experiment
 from ...train.loop import train
 from ...utils import generator
@@ -146,9 +147,9 @@ def _data(cfg: MultiViewConfig, seeds, device=None):
         y = tr.y.clone()
         for e, s in enumerate(seeds):
             g = generator(s, "label-noise")
-            idx = torch.randperm(cfg.N, generator=g)[:n_flip]
-            shift = torch.randint(1, cfg.k, (n_flip,), generator=g)
-            y[e, idx.to(y.device)] = (y[e, idx.to(y.device)] + shift.to(y.device)) % cfg.k
+            idx, shift = to_run((torch.randperm(cfg.N, generator=g)[:n_flip],  # drawn on the host, moved once
+                                 torch.randint(1, cfg.k, (n_flip,), generator=g)), y.device)
+            y[e, idx] = (y[e, idx] + shift) % cfg.k
         tr = type(tr)(tr.x, y, tr.info)
     return dist, tr, dist.sample_balanced(cfg.n_test_per_class, seeds, "test", device=device)
 
@@ -269,8 +270,8 @@ def train_on(cfg: MultiViewConfig, method: str, net, seeds, dist, tr, te, inputs
 # ------------------------------------------------------------------------------------------ draw
 def _draw(ctx, cfg: MultiViewConfig, seeds, finals: dict, frames: dict) -> None:
     k = cfg.k
-    counts_np = {m: finals[m]["counts"].cpu().numpy() for m in finals}
-    ctx.figure(plots_mm.learned_counts(counts_np, seeds, k, f"Def 4.5: features learned per class (k={k}, "
+    counts = ctx.numpy({m: finals[m]["counts"] for m in finals})
+    ctx.figure(plots_mm.learned_counts(counts, seeds, k, f"Def 4.5: features learned per class (k={k}, "
                                        f"d={cfg.d:.0e}, {cfg.steps} GD steps)"), "learned_counts")
     lam, steps_m, frac = {}, {}, {}
     for m, fr in frames.items():

@@ -65,10 +65,14 @@ NEEDS = {"erm": ("mm.train_acc", "mm.erm_one", "mm.separation", "mm.erm_one_long
          "mixup": ("mm.mixup_all_both",)}
 LONG = {"erm": ("mm.erm_one_long",), "midpoint": ("mm.midpoint_both_long",)}
 
+# the device check's sizes: the experiment's tiny samples pairs; these two take the exact all-pairs losses (Eqs.
+# 2.2/3.1: Midpoint, Beta and λ ∈ {0, 1} Mixup), the torch reference kernel there as on a GPU
+ALL_PAIRS = {"pairs": "all"}
 CONTROLS = [
     Control("untrained", {"steps": 1, "long_steps": 2}, "one GD step from the N(0, I/d) init (two for the "
             "'trained on' claims): no feature is learned by any method and the training points are not fitted",
-            claims=tuple(c.id for c in CLAIMS if c.kind == "claim")),  # the Prop 4.4 check is about the data
+            claims=tuple(c.id for c in CLAIMS if c.kind == "claim"),  # the Prop 4.4 check is about the data
+            tiny=ALL_PAIRS),
     Control("prop44-few-patches", {"prop44_P": 20}, "App. C.3's construction with P = 20 = 2k patches: the summed "
             "noise (P − 2)·k^-1.5 = 0.57 no longer outweighs the signal δ2/2 = 1 (Prop 4.4's Pδ3 ≫ δ2), and a "
             "linear h fits every point (margin 1)", claims=("mm.prop44_not_linear",)),
@@ -79,7 +83,7 @@ CONTROLS = [
             claims=("mm.midpoint_all_both", "mm.midpoint_exact", "mm.separation", "mm.mixup_all_both",
                     "mm.midpoint_both_long"),
             premise="the mixing itself: λ = ½ (Eq. 3.1) or λ ~ Beta(a, a) strictly inside (0, 1)",
-            trained=("midpoint.train_acc", "mixup.train_acc")),
+            trained=("midpoint.train_acc", "mixup.train_acc"), tiny=ALL_PAIRS),
     Control("small-d", {"d": 1000},
             "d = 10³: the init correlations (≈ √(2 log km)/√d = 0.09) start at ρ = 0.1, at the edge of ReLU~'s "
             "linear part, so the polynomial part never amplifies the init gap between a class's two features and "

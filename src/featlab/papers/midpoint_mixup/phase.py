@@ -234,7 +234,7 @@ def mm_phase(ctx) -> None:
             steps = mid_steps if method == "midpoint" else cfg.steps
             res, both, acc = _fit(method, sub, reps, ctx.dtype, dist, tr, te, steps, fixed)
             ctx.trained(res)
-            per[k, method] = both.reshape(len(levels), len(ds), len(ctx.seeds), k).cpu()
+            per[k, method] = ctx.to_host(both.reshape(len(levels), len(ds), len(ctx.seeds), k))  # for the claims
             share[k, method] = _cells(reps.values, both.double().mean(-1), levels, ds)
             for i, dl in enumerate(levels):
                 for j, d in enumerate(ds):

@@ -15,6 +15,7 @@ import math
 import numpy as np
 import torch
 
+from ...placement import to_numpy
 from .data import MultiViewDistribution
 
 
@@ -58,14 +59,14 @@ def prop44_margins(k: int, n: int, seeds: list[int], P: int = 0) -> list[float]:
     out = []
     for s in seeds:
         b = dist.sample(n, [s], "prop44")
-        out.append(lp_margin(b.x[0].sum(-2).numpy(), b.y[0].numpy(), k))
+        out.append(lp_margin(to_numpy(b.x[0].sum(-2)), to_numpy(b.y[0]), k))
     return out
 
 
 def data_margin(x: torch.Tensor, y: torch.Tensor, k: int) -> list[float]:
     """t* of a run's own training data x (E, N, P, 2k), per replica: > 0 means linearly learnable."""
-    z = x.sum(-2).double().cpu().numpy()
-    return [lp_margin(z[e], y[e].cpu().numpy(), k) for e in range(z.shape[0])]
+    z, y_np = to_numpy(x.sum(-2), float), to_numpy(y)  # the LP runs on the host (scipy)
+    return [lp_margin(z[e], y_np[e], k) for e in range(z.shape[0])]
 
 
 def noise_over_signal(P: int, C_P: int, delta3: float, delta2: float) -> float:

@@ -27,6 +27,7 @@ from pydantic import Field, model_validator
 
 from ...config import Need, check
 from ...data.images import ImageData
+from ...placement import to_numpy
 from ...plotting import subplots
 from ...runs.registry import experiment
 from ...runs.resources import dataset_needs, image_needs
@@ -131,7 +132,7 @@ def _train(ctx, data: ImageData, ck):
         for method in cfg.methods:
             model = build_model(cfg.model, sc.channels, k, cfg.width, seed)  # the init depends on the seed alone
             if cfg.epochs == 0:  # the control: every method's network at the same init, evaluated as trained ones
-                model.eval()
+                model.to(ctx.device).eval()  # on the run device, as fit() puts the trained ones
                 with torch.no_grad():
                     curves[method].append([evaluate(model)["test_err"]])
             else:
@@ -142,7 +143,7 @@ def _train(ctx, data: ImageData, ck):
                                       desc=f"{method} seed {seed}", prefix=f"{method}."))
                 curves[method].append(res.series("test_err"))
             with torch.no_grad():
-                wrong[method].append(wrong_of(model).numpy())
+                wrong[method].append(ctx.numpy(wrong_of(model)))
                 train_acc[method].append(_train_accuracy(model, sc, seed, cfg.eval_batch))
     return curves, {m: np.stack(w) for m, w in wrong.items()}, train_acc
 
@@ -202,7 +203,7 @@ def _fig1(data: ImageData, sc: SpuriousChannels, n: int = 4):
         for row, (img, title) in enumerate((
                 (xb[j, :C], f"class {data.classes[int(data.y_train[i])]}: γ·x (γ={gamma:.2f})"),
                 (xb[j, C:], f"class {data.classes[int(sc.sigma[data.y_train[i]])]}: (1−γ)·x'"))):
-            im = img.permute(1, 2, 0).clamp(0, 1).numpy()
+            im = to_numpy(img.permute(1, 2, 0).clamp(0, 1))
             axes[row, j].imshow(im[..., 0] if C == 1 else im, cmap="gray" if C == 1 else None, vmin=0, vmax=1)
             axes[row, j].set_title(title, fontsize=7)
             axes[row, j].axis("off")
