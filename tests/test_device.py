@@ -170,6 +170,8 @@ def test_cuda_run_matches_cpu(exp, out):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
     kw = dict(featlab.get_experiment(exp).tiny or {})
+    if "autocast" in featlab.runs.runner.resolve_config(exp, "quick", None, kw, False)[1].model_fields:
+        kw["autocast"] = "off"  # the same arithmetic on both devices (float16 autocast is a GPU-only choice)
     cpu = featlab.run(exp, "quick", out=out / "cpu", quiet=True, device="cpu", dtype="float64", **kw)
     gpu = featlab.run(exp, "quick", out=out / "cuda", quiet=True, device="cuda", dtype="float64", **kw)
     assert gpu.summary["device_type"] == "cuda" and gpu.dir.name != cpu.dir.name

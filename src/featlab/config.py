@@ -166,13 +166,41 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: Any, line: int):
+        super().__init__(key, line)
+        self.key, self.line = key, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load that refuses a key given twice in one mapping: YAML takes the last silently, so a config that sets
+    ``lr`` twice would run with a value its author may not have meant."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: keys it brings may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, typing.Hashable) and key in seen:
+                    raise _DuplicateKey(key, key_node.start_mark.line + 1)
+                if isinstance(key, typing.Hashable):
+                    seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         what = "is not a regular file" if path.exists() else "does not exist"
         raise ConfigError(f"config file {str(path)!r} {what}; pass an existing YAML file to --config")
     try:
-        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: safe_load, plus unique keys
+    except _DuplicateKey as e:
+        raise ConfigError(f"config file {str(path)!r} sets {str(e.key)!r} twice (line {e.line}); keep one of "
+                          f"them") from None
     except UnicodeDecodeError:
         raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (binary?); pass a YAML text file") from None
     except OSError as e:

@@ -28,6 +28,8 @@ def register(sub) -> None:
                    "recorded in docs/thresholds.json")
     c.add_argument("--log", default="docs/thresholds.json", metavar="FILE",
                    help="the threshold log --changelog reads (default docs/thresholds.json)")
+    c.add_argument("--preset", default="quick", help="the preset whose values fill the statements' settings, e.g. "
+                   "'{k}-class net' (default quick; an experiment without it: its defaults)")
     c.set_defaults(handler=cmd_claims)
 
     g = sub.add_parser("config", help="every config field of an experiment: type, default, preset value, description")
@@ -50,7 +52,7 @@ def cmd_list(a: argparse.Namespace) -> int:
 
 
 def cmd_claims(a: argparse.Namespace) -> int:
-    exps = [get_experiment(a.id)] if a.id else list_experiments()
+    exps = [e.listed(a.preset) for e in ([get_experiment(a.id)] if a.id else list_experiments())]
     if a.json:
         dump_json([{"experiment": e.id, "id": c.id, "kind": c.kind, "statement": c.statement, "source": c.source,
                     "threshold": c.threshold.to_dict(), "why": c.why, "exact": c.exact or None,

@@ -4,11 +4,13 @@ embeddings of CIFAR-10 for fa-embeddings; needs the [clip] extra)."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from ..data.embeddings import clip_embeddings, require_open_clip, save_embeddings
 from ..data.images import SPECS, check_root, load_images, where_to_get
 from ..text import table
+from ..utils import atomic_write, check_writable, writing
 
 
 def register(sub) -> None:
@@ -40,8 +42,24 @@ def cmd_data_check(a: argparse.Namespace) -> int:
 
 
 def cmd_embed(a: argparse.Namespace) -> int:
+    dest = check_writable(a.out, "--out", example="cifar10_clip_vitb32.npz")  # before the minutes of encoding
     require_open_clip()  # before reading the images
     z, y, is_test = clip_embeddings(load_images("cifar10", a.root), a.pretrained, a.device, a.batch_size)
-    dest = save_embeddings(a.out, z, y, is_test)
+
+    def save(tmp: Path) -> None:
+        # save_embeddings picks the format by the suffix, and np.savez appends .npz to any other: a named part file
+        part = tmp.with_name(tmp.name + (".parquet" if dest.suffix == ".parquet" else ".npz"))
+        try:
+            save_embeddings(part, z, y, is_test)
+            os.replace(part, tmp)
+        except OSError as e:
+            if e.errno is None:
+                raise
+            raise OSError(e.errno, e.strerror, str(tmp)) from e  # as the temporary file: reported as ``dest``
+        finally:
+            part.unlink(missing_ok=True)
+
+    with writing("--out"):  # whole or absent; a full disk or a read-only folder is one line
+        atomic_write(dest, save)
     print(f"wrote {len(z)} CLIP ViT-B-32 embeddings ({z.shape[1]}-d) to {dest}")
     return 0

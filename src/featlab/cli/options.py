@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, TextIO
 
 from ..report.tables import run_report
 from ..runs.record import RunRecord
+from ..utils import json_dumps
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def dump_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, default=str, ensure_ascii=False))
+    print(json_dumps(obj, indent=2, default=str, ensure_ascii=False))  # strict: NaN as "NaN", never bare
 
 
 def print_run(rec: RunRecord, out: TextIO | None = None) -> None:

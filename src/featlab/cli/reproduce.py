@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import traceback
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import torch
 from ..config import parse_overrides
 from ..errors import ConfigError, FeatlabError, RunRecordError
 from ..report.docs_sync import sync_docs
-from ..report.pages import write_report
+from ..report.pages import check_report, write_report
 from ..report.publish import publish, publish_stability, sync_readme
 from ..report.summary import NOT_RUN_FILE, build, console_summary
 from ..runs.index import find_runs
@@ -23,7 +22,7 @@ from ..runs.record import counts_text
 from ..runs.registry import Experiment, list_experiments, papers
 from ..runs.resources import duration, matmul_rate, seconds, size
 from ..runs.runner import resolve_config, run
-from ..utils import atomic_write
+from ..utils import atomic_write, check_writable, json_dumps, json_loads, writing
 from .options import add_run_options
 
 GPU_S = 86_400.0  # an experiment estimated above a day on this CPU is left to a GPU machine
@@ -67,33 +66,55 @@ def _check_paper(paper: str | None) -> str | None:
     return paper
 
 
+def _check_report_destinations(a: argparse.Namespace, html: Path) -> None:
+    """Every destination of ``featlab report`` checked before anything is read or written: a refusal never comes
+    after a page was half-published."""
+    check_report(html)
+    if a.sync_docs:
+        if not Path(a.sync_docs).is_dir():
+            raise ConfigError(f"--sync-docs: no folder {a.sync_docs!r}; pass the docs folder (e.g. docs)")
+        check_writable(a.sync_docs, "--sync-docs", folder=True)
+    for flag, folder in (("--publish-stability", a.publish_stability), ("--publish", a.publish)):
+        if folder:
+            check_writable(folder, flag, folder=True)
+    if a.publish and a.readme:
+        if not Path(a.readme).is_file():
+            raise ConfigError(f"--readme: no file {a.readme!r}; pass the README holding a <!-- results: DIR --> block")
+        check_writable(a.readme, "--readme")
+
+
 def cmd_report(a: argparse.Namespace) -> int:
     root = Path(a.root)
     if not root.is_dir():
         raise RunRecordError(f"no runs folder {str(root)!r}; pass the OUT of 'featlab run/reproduce' "
                              f"(default ./runs)")
+    html = Path(a.out) if a.out else root / "report.html"
+    _check_report_destinations(a, html)
     report = build(root, _check_paper(a.paper), all_runs=a.all)
-    paths = write_report(report, a.out or root / "report.html")
+    paths = write_report(report, html)
     for pv in report.papers:
         print(f"{pv.title}: {pv.counts_text()}")
     print("report: " + " and ".join(str(p) for p in paths))
     if a.sync_docs:
-        if not Path(a.sync_docs).is_dir():
-            raise ConfigError(f"--sync-docs: no folder {a.sync_docs!r}; pass the docs folder (e.g. docs)")
-        done = sync_docs(root, a.sync_docs)
+        with writing("--sync-docs"):
+            done = sync_docs(root, a.sync_docs)
         missing = [f"{e} ({p})" for _, e, p, found in done if not found]
         print(f"docs: {len(done) - len(missing)} measured sections written from runs"
               + (f"; no run for {', '.join(missing)}" if missing else ""))
     if a.publish_stability:  # before --publish: its page links the studies
-        studies = publish_stability(root, a.publish_stability)
+        with writing("--publish-stability"):
+            studies = publish_stability(root, a.publish_stability)
         print(f"stability studies: {', '.join(studies) or 'none under ' + str(root)} → "
               f"{a.publish_stability}/stability")
     if a.publish:
         rate = matmul_rate()
-        counts = publish(root, a.publish, a.preset, not_run=lambda e: _not_run_reason(root, e, a.preset, rate))
+        with writing("--publish"):
+            counts = publish(root, a.publish, a.preset, not_run=lambda e: _not_run_reason(root, e, a.preset, rate))
         print(f"results ({a.preset}): {counts['held']} held, {counts['failed']} failed, {counts['inconclusive']} "
               f"inconclusive, {counts['unverified']} unverified, {counts['never run']} never run → {a.publish}")
-        if a.readme and not sync_readme(a.readme):
+        with writing("--readme"):
+            synced = not a.readme or sync_readme(a.readme)
+        if not synced:
             raise ConfigError(f"--readme: {a.readme!r} has no <!-- results: DIR --> ... <!-- /results --> block")
     return 0
 
@@ -102,7 +123,7 @@ def _not_run_reason(root: Path, exp: Experiment, preset: str, rate: float) -> st
     """Why ``exp`` has no run at ``preset`` under ``root``: what `featlab reproduce` recorded, else its estimate (the
     data it lacks, or the time it would take on this machine)."""
     try:
-        recorded = json.loads((root / NOT_RUN_FILE).read_text(encoding="utf-8")).get("not_run") or {}
+        recorded = json_loads((root / NOT_RUN_FILE).read_text(encoding="utf-8")).get("not_run") or {}
     except (OSError, ValueError, AttributeError):
         recorded = {}
     why = recorded.get(exp.id) if isinstance(recorded, dict) else None
@@ -133,11 +154,11 @@ def _record_not_run(out: Path, ran: list[str], not_run: dict[str, str]) -> None:
     """Keep OUT/reproduce.json's entries for experiments not part of this reproduction; replace the others."""
     f = out / NOT_RUN_FILE
     try:
-        old = json.loads(f.read_text(encoding="utf-8")).get("not_run") or {}
+        old = json_loads(f.read_text(encoding="utf-8")).get("not_run") or {}
     except (OSError, ValueError, AttributeError):
         old = {}
     merged = {k: v for k, v in old.items() if k not in ran} | not_run
-    atomic_write(f, json.dumps({"date": _dt.datetime.now().isoformat(timespec="seconds"), "not_run": merged},
+    atomic_write(f, json_dumps({"date": _dt.datetime.now().isoformat(timespec="seconds"), "not_run": merged},
                                indent=2, ensure_ascii=False))
 
 
@@ -224,6 +245,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     if a.dry_run:
         return 0
     out, broken = Path(a.out), []
+    check_report(out / "report.html")  # before any experiment runs: the page at the end must be writable
     chosen: dict[str, Path] = {}
     for i, (e, p) in enumerate(todo, 1):
         print(f"[{i}/{len(todo)}] {e.id} ({e.reference}){'' if len(presets) == 1 else f' --preset {p}'} ...",
@@ -245,9 +267,11 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
               f"{rec.summary.get('elapsed_s', 0):.1f} s → {rec.dir}", flush=True)
         if not rec.ok:
             broken.append(e.id)
-    _record_not_run(out, [e.id for e in exps], not_run)
+    kept = "the runs are kept: 'featlab report OUT' writes the page once fixed"
+    with writing("--out", kept):
+        _record_not_run(out, [e.id for e in exps], not_run)
     report = build(out, paper, not_run=not_run, chosen=chosen)
-    paths = write_report(report, out / "report.html")
+    paths = write_report(report, out / "report.html", kept=kept)
     print()
     print(console_summary(report, paths))
     if broken:

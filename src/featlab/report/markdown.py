@@ -1,9 +1,16 @@
 """The report's Markdown twin: the same content as the HTML page, with the figures copied beside it
-(``report_files/``) and linked relatively, so the folder can be committed or opened in any Markdown viewer."""
+(``report_files/``) and linked relatively, so the folder can be committed or opened in any Markdown viewer.
+
+What a record holds (statements, notes, config values, messages) is text, never markup: ``<``, ``>`` and ``&`` are
+escaped as the HTML page escapes them (:func:`_t`), and code spans cannot be closed from inside (:func:`_code`), so
+raw HTML in a record never reaches a Markdown renderer. featlab's own markup (tables, code spans, links) is kept.
+"""
 
 from __future__ import annotations
 
+import re
 import shutil
+from html import escape
 from pathlib import Path
 
 from .._version import __version__
@@ -12,9 +19,26 @@ from ..utils import atomic_write
 from .summary import ExpView, Report, RunView
 
 
+def _t(v) -> str:
+    """Free text from a record: ``<``, ``>`` and ``&`` escaped (as in the HTML page), newlines flattened."""
+    return " ".join(escape(str(v), quote=False).split())
+
+
+def _code(v) -> str:
+    """A code span of ``v``; one holding a backtick (which would close the span early) is escaped text instead."""
+    text = " ".join(str(v).split())
+    return f"`{text}`" if text and "`" not in text else _t(text)
+
+
 def _c(v) -> str:
-    """A table cell: pipes escaped, newlines flattened."""
+    """A table cell (callers escape what they put in): pipes escaped, newlines flattened."""
     return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def files_dir(md_path: str | Path) -> Path:
+    """The folder beside the Markdown file holding its figures: ``report.md`` → ``report_files/``."""
+    md_path = Path(md_path)
+    return md_path.with_name(md_path.stem + "_files")
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -26,20 +50,20 @@ class _Figures:
     """Copies each figure into the files folder under a unique, readable name and returns its relative link."""
 
     def __init__(self, md_path: Path):
-        self.dir = md_path.with_name(md_path.stem + "_files")
+        self.dir = files_dir(md_path)
         self.rel = self.dir.name
         self.used: set[str] = set()
 
     def link(self, src: Path, name: str) -> str | None:
         if not src.is_file():
             return None
-        self.dir.mkdir(parents=True, exist_ok=True)
-        base, n = name, 1
+        base, n = re.sub(r"[^\w.+-]+", "_", name), 1  # a plain file name: the link needs no escaping
+        name = base
         while name in self.used:
             n += 1
             name = f"{Path(base).stem}-{n}{Path(base).suffix}"
         self.used.add(name)
-        shutil.copyfile(src, self.dir / name)
+        atomic_write(self.dir / name, lambda tmp: shutil.copyfile(src, tmp))  # never a truncated figure
         return f"{self.rel}/{name}"
 
 
@@ -52,13 +76,14 @@ def _claims(rv: RunView) -> list[str]:
     rows = []
     for c in rv.claims:
         tag = {"check": " (check, not counted)", "uncontrolled": " (no mechanism control, not counted)"}.get(c.kind, "")
-        row = [f"`{c.id}`" + tag, c.statement, c.source]
-        row += [fmt_value(c.paper_value)] if with_paper else []
+        row = [_code(c.id) + tag, _t(c.statement), _t(c.source)]
+        row += [_t(fmt_value(c.paper_value))] if with_paper else []
         mark = {"held": "✓ holds", "failed": "✗ fails", "unverified": "∼ unverified"}.get(c.status, "? " + c.verdict)
         mark += f" — diagnosis: {c.diagnosis}" if c.diagnosis else ""
-        row += [fmt_value(c.measured), c.interval, c.threshold, mark, *([c.stable or "—"] if with_stable else [])]
+        row += [_t(fmt_value(c.measured)), _t(c.interval), _t(c.threshold), _t(mark),
+                *([_t(c.stable or "—")] if with_stable else [])]
         if with_ctl:
-            row.append("; ".join(f"{n}: {fmt_value(m)} ({'holds: a defect' if h else 'fails, as it should'})"
+            row.append("; ".join(f"{_t(n)}: {_t(fmt_value(m))} ({'holds: a defect' if h else 'fails, as it should'})"
                                  for n, m, h in c.controls) or "—")
         rows.append(row)
     header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "95% interval",
@@ -69,41 +94,44 @@ def _claims(rv: RunView) -> list[str]:
 def _run(ev: ExpView, rv: RunView, figs: _Figures) -> list[str]:
     rec, s = rv.rec, rv.rec.summary
     held, total = rv.held
-    out = [f"#### run `{rec.dir.name}` · preset `{s.get('preset', '?')}` · {rec.status} · {held}/{total} claims hold "
-           f"· {rv.provenance.get('date', '')}", ""]
+    preset = _code(s.get("preset", "?"))
+    out = [f"#### run {_code(rec.dir.name)} · preset {preset} · {_t(rec.status)} · {held}/{total} claims hold "
+           f"· {_t(rv.provenance.get('date', ''))}", ""]
     if s.get("message"):
-        out += [f"**{rec.status}:** {s['message']}", ""]
+        out += [f"**{_t(rec.status)}:** {_t(s['message'])}", ""]
     if made := rec.made_by:
-        out += [f"**made by featlab {made}**, not this version: `featlab run {s.get('experiment')} --force` redoes it",
+        out += [f"**made by featlab {_t(made)}**, not this version: {_code(f'featlab run {ev.id} --force')} redoes it",
                 ""]
     regime = s.get("assumptions") or []
     if regime:
         out += ["Assumptions of the theorems in this preset:", "",
                 *_table(["assumption", "requires", "here", "how"],
-                        [[a.get("ref", ""), a.get("text", ""), "✓ met" if a.get("met") else "✗ broken on purpose",
-                          a.get("why", "")] for a in regime])]
+                        [[_t(a.get("ref", "")), _t(a.get("text", "")),
+                          "✓ met" if a.get("met") else "✗ broken on purpose", _t(a.get("why", ""))] for a in regime])]
     out += _claims(rv)
     for f in rec.figures:
         link = figs.link(f, f"{ev.id}-{rec.dir.name}-{f.name}")
-        out += [f"![{ev.id}: {f.stem}]({link})" if link else f"*figure missing: {f}*", ""]
+        alt = _t(f"{ev.id}: {f.stem}").replace("[", "(").replace("]", ")")  # a bracket would end the alt text
+        out += [f"![{alt}]({link})" if link else f"*figure missing: {_t(f)}*", ""]
     notes = [n for n in s.get("notes") or [] if str(n).strip()]
     if notes:
-        out += ["Notes (assumptions in force, what does not reproduce and why):", "", *(f"- {n}" for n in notes), ""]
+        out += ["Notes (assumptions in force, what does not reproduce and why):", "", *(f"- {_t(n)}" for n in notes),
+                ""]
     if rv.diff:
         out += ["Config, changes from the preset:", "",
-                *_table(["field", f"preset {s.get('preset', '?')}", "this run"],
-                        [[f"`{k}`", fmt_value(a), fmt_value(b)] for k, a, b in rv.diff])]
+                *_table(["field", f"preset {_t(s.get('preset', '?'))}", "this run"],
+                        [[_code(k), _t(fmt_value(a)), _t(fmt_value(b))] for k, a, b in rv.diff])]
     else:
-        out += [f"Config: the `{s.get('preset', '?')}` preset as declared.", ""]
-    out += ["Provenance:", "", *_table(["", ""], [[k, f"`{v}`"] for k, v in rv.provenance.items()])]
+        out += [f"Config: the {preset} preset as declared.", ""]
+    out += ["Provenance:", "", *_table(["", ""], [[_t(k), _code(v)] for k, v in rv.provenance.items()])]
     return out
 
 
 def render_markdown(report: Report, md_path: str | Path) -> str:
-    """The Markdown text; figures are copied next to ``md_path`` as a side effect."""
+    """The Markdown text; figures are copied next to ``md_path`` (each whole or not at all) as a side effect."""
     figs = _Figures(Path(md_path))
-    out = ["# featlab report", "", f"Runs under `{report.out}` · written {report.created} · featlab {__version__}", "",
-           "## Does it reproduce?", ""]
+    out = ["# featlab report", "", f"Runs under {_code(report.out)} · written {_t(report.created)} · featlab "
+           f"{__version__}", "", "## Does it reproduce?", ""]
     rows = []
     for pv in report.papers:
         held, total = pv.held
@@ -113,31 +141,34 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
         failed = ", ".join(e.id for e in pv.failed)
         ch, ct = pv.checks
         sc = pv.statuses
-        rows.append([pv.title, f"{held}/{total}", f"{sc['failed']} / {sc['inconclusive']} / {sc['unverified']}",
-                     f"{ch}/{ct}" if ct else "—", f"{ran}/{len(pv.experiments)}", missing or "—", failed or "—",
-                     never])
+        rows.append([_t(pv.title), f"{held}/{total}", f"{sc['failed']} / {sc['inconclusive']} / {sc['unverified']}",
+                     f"{ch}/{ct}" if ct else "—", f"{ran}/{len(pv.experiments)}", _t(missing or "—"),
+                     _t(failed or "—"), _t(never)])
     out += _table(["paper", "claims held", "failed / inconclusive / unverified", "checks (not counted)",
                    "experiments run", "runs missing", "runs failed", "presets never run"], rows)
     if report.problems:
-        out += ["Unreadable run folders (not in this report):", "", *(f"- `{p}`: {w}" for p, w in report.problems), ""]
+        out += ["Unreadable run folders (not in this report):", "",
+                *(f"- {_code(p)}: {_t(w)}" for p, w in report.problems), ""]
     for pv in report.papers:
         held, total = pv.held
-        out += [f"## {pv.title} — {held}/{total} claims hold", ""]
+        out += [f"## {_t(pv.title)} — {held}/{total} claims hold", ""]
         for ev in pv.experiments:
-            out += [f"### `{ev.id}` — {ev.reference}", ""]
+            out += [f"### {_code(ev.id)} — {_t(ev.reference)}", ""]
             if len(ev.by_preset) > 1:
-                out += [f"Presets side by side: {ev.presets_text()}.", ""]
-            out += [ev.shows, ""] if ev.shows else []
-            out += [f"*{ev.not_run}*", ""] if ev.not_run else []
-            out += [f"Presets never run here: {', '.join(ev.never_run)}.", ""] if ev.never_run else []
+                out += [f"Presets side by side: {_t(ev.presets_text())}.", ""]
+            out += [_t(ev.shows), ""] if ev.shows else []
+            out += [f"*{_t(ev.not_run)}*", ""] if ev.not_run else []
+            out += [f"Presets never run here: {_t(', '.join(ev.never_run))}.", ""] if ev.never_run else []
             for rv in ev.runs:
                 out += _run(ev, rv, figs)
             for sw in ev.sweeps:
-                out += [f"#### Sweep ({sw.meta.get('preset', '?')}): `{' '.join(sw.meta.get('axes', []))}`", ""]
-                out += _table(sw.columns, [[fmt_value(v) for v in r] for r in sw.table[sw.columns].values.tolist()])
+                out += [f"#### Sweep ({_t(sw.meta.get('preset', '?'))}): {_code(' '.join(sw.meta.get('axes', [])))}",
+                        ""]
+                out += _table([_t(c) for c in sw.columns],
+                              [[_t(fmt_value(v)) for v in r] for r in sw.table[sw.columns].values.tolist()])
                 if sw.plot is not None:
                     link = figs.link(sw.plot, f"{ev.id}-{sw.plot.name}")
-                    out += [f"![sweep of {ev.id}]({link})", ""]
+                    out += [f"![sweep of {_t(ev.id)}]({link})", ""]
     return "\n".join(out)
 
 

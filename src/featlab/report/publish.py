@@ -11,9 +11,9 @@ experiment at one preset, what a reader of the repository sees without running a
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..runs.index import find_runs
 from ..runs.record import RunRecord, counts_text, is_check, is_uncontrolled, status
 from ..runs.registry import Experiment, list_experiments
 from ..text import fmt_value
-from ..utils import atomic_write
+from ..utils import atomic_write, json_dumps, json_loads
 from .summary import provenance
 from .tables import diagnosis_of, interval_text, verdict_text
 
@@ -43,7 +43,8 @@ def _small_png(src: Path, dest: Path) -> None:
         img = opened.convert("RGB")
         if img.width > FIGURE_WIDTH:
             img = img.resize((FIGURE_WIDTH, round(img.height * FIGURE_WIDTH / img.width)), Image.Resampling.LANCZOS)
-        img.quantize(colors=128).save(dest, optimize=True)  # flat plot colours: a palette suffices
+        # flat plot colours: a palette suffices; the format named, as ``dest`` is a temporary name
+        img.quantize(colors=128).save(dest, format="PNG", optimize=True)
 
 
 def _row(exp: Experiment, preset: str, c: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +65,8 @@ def publish(out: str | Path, dest: str | Path, preset: str = "paper",
             not_run: Callable[[Experiment], str] | None = None) -> dict[str, Any]:
     """Write the results folder ``dest`` from the runs under ``out`` at ``preset``; returns the verdict counts.
     ``not_run(exp)``: why an experiment without a run was not run here (e.g. its estimated time, or the GPU and
-    data it needs)."""
+    data it needs). Every file is written whole or not at all; an OS error (a full disk, a read-only folder) is
+    raised naming the file (the CLI says it in one line)."""
     runs, dest = find_runs(out), Path(dest)
     (dest / "figures").mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
@@ -81,16 +83,16 @@ def publish(out: str | Path, dest: str | Path, preset: str = "paper",
         folder = dest / "runs" / exp.id
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / "config.yaml", yaml.safe_dump(rec.config, sort_keys=False))
-        atomic_write(folder / "provenance.json", json.dumps(
+        atomic_write(folder / "provenance.json", json_dumps(
             {**provenance(rec), "run folder": rec.dir.name, "claims": counts_text(rec.claims)}, indent=1) + "\n")
         for fig in rec.figures:
             name = f"{exp.id}__{fig.stem}.png"
-            _small_png(fig, dest / "figures" / name)
+            atomic_write(dest / "figures" / name, partial(_small_png, fig))  # whole or absent
             gallery.append((exp.id, name))
     counted = [r for r in rows if r["kind"] == "claim"]
     counts = {s: sum(r["status"] == s for r in counted) for s in ("held", "failed", "inconclusive", "unverified")}
     counts["never run"] = len(missing)
-    atomic_write(dest / VERDICTS, json.dumps({"preset": preset, "counts": counts, "rows": rows,
+    atomic_write(dest / VERDICTS, json_dumps({"preset": preset, "counts": counts, "rows": rows,
                                               "not_run": dict(missing)}, indent=1, default=str) + "\n")
     atomic_write(dest / "README.md", _page(preset, counts, rows, missing, gallery,
                                            (dest / STABILITY / "README.md").is_file()))
@@ -126,7 +128,7 @@ def sync_readme(readme: str | Path) -> bool:
     if m is None:
         return False
     rel = m["dir"]
-    data = json.loads((readme.parent / rel / VERDICTS).read_text(encoding="utf-8"))
+    data = json_loads((readme.parent / rel / VERDICTS).read_text(encoding="utf-8"))
     c, preset = data["counts"], data["preset"]
     bad = [r for r in data["rows"] if r["kind"] == "claim" and r["status"] == "failed"]
     lines = [f"**At the papers' own settings (`{preset}` presets, run on this CPU):** {c['held']} claims held, "
@@ -207,7 +209,7 @@ def stale(dest: str | Path) -> list[str]:
     path = Path(dest) / VERDICTS
     if not path.is_file():
         return [f"{path} is missing"]
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = json_loads(path.read_text(encoding="utf-8"))
     declared = {e.id: {c.id: c.threshold.text() for c in e.claims} for e in list_experiments()}
     out = []
     for r in data["rows"]:

@@ -7,7 +7,6 @@ reproduce?" — claims held / total, runs missing or failed, presets never run. 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from ..runs.record import STATUSES, RunRecord, counts_text, is_uncontrolled, sta
 from ..runs.registry import list_experiments, papers
 from ..runs.stability import stable_under
 from ..text import fmt_value
+from ..utils import json_loads
 from .sweeps import SweepTable, find_sweeps
 from .tables import diagnosis_of, interval_text, verdict_text
 
@@ -192,7 +192,7 @@ def run_view(rec: RunRecord, controls: Sequence[RunRecord] = ()) -> RunView:
 
 def _recorded_not_run(out: Path) -> dict[str, str]:
     try:
-        data = json.loads((out / NOT_RUN_FILE).read_text(encoding="utf-8"))
+        data = json_loads((out / NOT_RUN_FILE).read_text(encoding="utf-8"))
         return {str(k): str(v) for k, v in (data.get("not_run") or {}).items()}
     except (OSError, ValueError, AttributeError):
         return {}

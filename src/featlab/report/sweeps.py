@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..plotting import SWEEP_BOOKKEEPING
+from ..utils import json_loads
 
 
 @dataclass
@@ -27,7 +27,7 @@ def find_sweeps(out: str | Path, experiment: str) -> list[SweepTable]:
     found = []
     for f in sorted((Path(out) / experiment / "sweeps").glob("sweep-*.parquet")):
         try:
-            meta = json.loads(f.with_suffix(".json").read_text(encoding="utf-8"))
+            meta = json_loads(f.with_suffix(".json").read_text(encoding="utf-8"))
             df = pd.read_parquet(f)
         except (OSError, ValueError):
             continue  # a table from an older layout (no sidecar) or an unreadable file: not shown

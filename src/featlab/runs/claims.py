@@ -213,11 +213,10 @@ class Verdict:
         self.status = self.status or (HELD if self.holds else "failed")
 
     def to_dict(self) -> dict[str, Any]:
-        m = self.measured
-        if isinstance(m, float) and not math.isfinite(m):
-            m = str(m)
-        out: dict[str, Any] = {"id": self.id, "statement": self.statement, "source": self.source, "measured": m,
-               "threshold": self.threshold, "holds": bool(self.holds), "kind": self.kind, "status": self.status}
+        # a non-finite value stays a float: json_dumps writes it by featlab's one rule ("NaN"), json_loads reads it back
+        out: dict[str, Any] = {"id": self.id, "statement": self.statement, "source": self.source,
+                               "measured": self.measured, "threshold": self.threshold, "holds": bool(self.holds),
+                               "kind": self.kind, "status": self.status}
         if self.interval is not None:
             out.update(interval=[float(x) for x in self.interval], n=self.n, unit=self.unit)
         if self.settle is not None:

@@ -17,6 +17,7 @@ import torch
 
 from ..errors import TrainingDiverged
 from ..placement import to_host, to_numpy, to_run
+from ..text import safe_print
 from ..utils import resolve_device, resolve_dtype, silence_stdout
 from .claims import Claim, Verdict
 from .uncertainty import Samples
@@ -138,7 +139,7 @@ class RunContext:
         self.notes.append(text)
         if not self.quiet:
             try:
-                print(text, flush=True)
+                safe_print(text)  # an ASCII-only stream gets ASCII spellings: a run never dies of a note
             except BrokenPipeError:  # stdout closed (`| head`): the run goes on, its notes are in summary.json
                 silence_stdout()
 

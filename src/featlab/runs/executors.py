@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, FeatlabError
+from ..text import safe_print
 from .remote import PointRequest, existing_point, failed_row, point_row, publish_point, run_point
 
 EXECUTORS = ("local", "ray", "slurm")
@@ -40,7 +41,7 @@ def execute(requests: list[PointRequest], *, executor: str = "local", devices: l
         for i, req in enumerate(requests, 1):
             if progress:
                 values = " ".join(f"{k}={v}" for k, v in req.overrides.items())
-                print(f"[{i}/{len(requests)}] {req.experiment_id} {values}", flush=True)
+                safe_print(f"[{i}/{len(requests)}] {req.experiment_id} {values}")
             rows.append(run_point(req, threads=int(cpus) if cpus else None))
         return rows
     results: list[dict[str, Any] | None] = [None] * len(requests)

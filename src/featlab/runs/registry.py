@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from typing import Any
 
-from ..config import ExperimentConfig
+from ..config import ExperimentConfig, build_config
 from ..errors import ConfigError, UnknownExperimentError
-from .claims import Assumption, Claim, Control, PaperResult
+from .claims import Assumption, Claim, Control, PaperResult, fill_fields
 
 ENTRY_POINT_GROUP = "featlab.experiments"
 BUILTIN_CATALOGUE = "featlab.papers"
@@ -52,6 +52,20 @@ class Experiment:
             raise UnknownExperimentError(
                 f"{self.id} has no preset {name!r}; choose one of: {', '.join(self.presets)}")
         return dict(self.presets[name])
+
+    def listed(self, preset: str = "quick") -> Experiment:
+        """A copy whose claims' ``{field}`` statements are filled from ``preset``'s config (the defaults where it has
+        no such preset), as a run fills them: what ``featlab claims`` and docs/claims.md show without a run."""
+        if self.is_smoke(preset):  # a pipeline smoke test (digits for CIFAR-10): the claims speak of the paper's
+            preset = "paper"
+        cfg: dict[str, Any] = {}
+        for layer in (self.presets.get(preset, {}), {}):
+            try:
+                cfg = build_config(self.config, self.id, layer).to_dict()
+                break
+            except ConfigError:  # a preset that needs more than the defaults: try the defaults alone
+                continue
+        return replace(self, claims=[replace(c, statement=fill_fields(c.statement, cfg)) for c in self.claims])
 
     def is_smoke(self, preset: str = "quick") -> bool:
         """Whether ``preset`` is a pipeline smoke test (the CPU preset of a real-data experiment): it shows that the

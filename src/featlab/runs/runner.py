@@ -15,6 +15,7 @@ import torch
 
 from ..config import build_config, load_yaml
 from ..errors import ConfigError, RunRecordError, TrainingDiverged
+from ..text import safe_print
 from ..utils import resolve_device
 from .claims import Control
 from .context import RunContext
@@ -110,7 +111,7 @@ def check_resources(experiment_id: str, cfg, quiet: bool = False,
         if secs > REFUSE_S:
             raise ConfigError(text)
         if not quiet:
-            print(f"featlab: warning: {text}", file=sys.stderr, flush=True)
+            safe_print(f"featlab: warning: {text}", file=sys.stderr)
 
 
 def _check_memory(experiment_id: str, cfg, terms: list, base: float, avail: float | None, kind: str) -> None:
@@ -137,33 +138,57 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     >>> res.summary["metrics"]["binary.cos_in_class_mean"], res.metrics.head(), res.figures
     """
     exp, cfg = resolve_config(experiment_id, preset, config_file, overrides, control)
-    device = preflight(exp, cfg, out, quiet=quiet)  # every user mistake is refused here, before anything is written
+    try:
+        device = preflight(exp, cfg, out, quiet=quiet)  # every user mistake is refused here, before anything is written
+    except ConfigError:  # e.g. a read-only --out: a complete run of this config there is still shown (it only reads)
+        if force or (done := _complete_run(exp, cfg, out)) is None:
+            raise
+        return _reused(done, quiet)
     run_id = cfg.digest(exp.id, device.type)  # the resolved device: a CUDA request never reuses a CPU run
     writer = RunWriter(out, exp.id, run_id)
     try:  # the first write: a folder that cannot be made (a read-only or virtual file system) is one line
         writer.final.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
+        if not force and (done := writer.existing()) is not None:
+            return _reused(done, quiet)
         raise ConfigError(f"--out: cannot create {str(writer.final.parent)!r} ({e.strerror}); pass a folder you can "
                           f"write to") from None
     try:
-        with writer.locked(on_wait=None if quiet else lambda: print(
+        with writer.locked(on_wait=None if quiet else lambda: safe_print(
                 f"featlab: another process is running {exp.id}/{run_id} into this folder; waiting for it to finish",
-                file=sys.stderr, flush=True)):
+                file=sys.stderr)):
             writer.recover()
             if not force and (done := writer.existing()) is not None:
-                done.skipped = True
-                made = done.made_by
-                if made and not quiet:  # same config, other code: its numbers may differ from this version's
-                    print(f"featlab: warning: reusing {exp.id}/{run_id}, made by featlab {made} (this is "
-                          f"{versions()['featlab']}); --force redoes it", file=sys.stderr, flush=True)
-                return done
+                return _reused(done, quiet)
             return _run_locked(exp, cfg, run_id, writer, preset, quiet, control, device)
     except OSError as e:
+        # the lock or the repair could not write (a read-only mount, EROFS even for root): a complete run is
+        # only read, so it is shown as on any other rerun
+        if not force and (done := writer.existing()) is not None:
+            return _reused(done, quiet)
         if e.errno not in _DISK_ERRORS:
             raise
         where = e.filename or writer.final.parent
         raise RunRecordError(f"cannot write {str(where)!r} ({e.strerror}); free some space, fix its permissions "
                              f"or pass another --out") from None
+
+
+def _complete_run(exp, cfg, out: str | Path) -> RunRecord | None:
+    """The complete run of this config already in ``out``, found without writing anything (no lock, no repair)."""
+    try:
+        run_id = cfg.digest(exp.id, resolve_device(cfg.device).type)
+    except ConfigError:  # the device itself is the mistake: the preflight's error stands
+        return None
+    return RunWriter(out, exp.id, run_id).existing()
+
+
+def _reused(done: RunRecord, quiet: bool) -> RunRecord:
+    done.skipped = True
+    made = done.made_by
+    if made and not quiet:  # same config, other code: its numbers may differ from this version's
+        safe_print(f"featlab: warning: reusing {done.experiment}/{done.dir.name}, made by featlab {made} (this is "
+                   f"{versions()['featlab']}); --force redoes it", file=sys.stderr)
+    return done
 
 
 def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bool, control,

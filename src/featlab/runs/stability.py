@@ -33,7 +33,7 @@ import pandas as pd
 from ..config import field_range, silent_fields
 from ..errors import ConfigError, FeatlabError, RunRecordError
 from ..text import fmt_value, table
-from ..utils import atomic_write
+from ..utils import atomic_write, check_writable, json_dumps, json_loads, writing
 from .executors import execute
 from .record import is_check, is_uncontrolled, load_run, status
 from .remote import PointRequest
@@ -171,6 +171,8 @@ def stability(experiment_id: str, preset: str = "quick", base: Mapping[str, Any]
     ``ray_address``, ``slurm``), and return (study, long table, per-claim summary); ``save`` writes them under
     ``OUT/<experiment>/stability/`` (paths in ``long.attrs["table"]`` and ``["markdown"]``)."""
     study = plan(experiment_id, preset, base, fields, budget)
+    if save:  # before any point runs: its tables (and the points' runs beneath them) must be writable
+        check_writable(Path(out) / study.experiment_id / FOLDER, "--out", folder=True)
     t0 = time.perf_counter()
     points_out = str(Path(out) / study.experiment_id / FOLDER / "points")  # apart: not the experiment's latest run
     requests = [PointRequest(study.experiment_id, preset, {**study.base, **({} if f == BASE else {f: v})},
@@ -198,15 +200,15 @@ def study_name(study: Study) -> str:
 
 def save_study(study: Study, long: pd.DataFrame, summary: pd.DataFrame, out: str | Path, elapsed: float,
                results: list[dict[str, Any]]) -> Path:
-    dest = Path(out) / study.experiment_id / FOLDER
-    dest.mkdir(parents=True, exist_ok=True)
-    path = dest / (study_name(study) + ".parquet")
-    atomic_write(path, lambda t: long.to_parquet(t, index=False))
-    atomic_write(path.with_suffix(".md"), markdown(study, summary, results, elapsed))
+    path = Path(out) / study.experiment_id / FOLDER / (study_name(study) + ".parquet")
     meta = {"experiment": study.experiment_id, "preset": study.preset, "base": study.base, "axes": study.axes,
             "skipped": study.skipped, "base_run": Path(results[0]["dir"]).name, "elapsed_s": round(elapsed, 1),
             "points": len(results), "retrained": sum(not r.get("skipped") for r in results)}
-    atomic_write(path.with_suffix(".json"), json.dumps(meta, indent=2, default=str))
+    # each file whole or absent; a full disk or a read-only folder is one line (exit 2), the runs stay
+    with writing("--out", kept="the points' runs are kept: rerun the same study (complete points are read back)"):
+        atomic_write(path, lambda t: long.to_parquet(t, index=False))
+        atomic_write(path.with_suffix(".md"), markdown(study, summary, results, elapsed))
+        atomic_write(path.with_suffix(".json"), json_dumps(meta, indent=2, default=str))
     long.attrs.update(table=str(path), markdown=str(path.with_suffix(".md")))
     return path
 
@@ -258,7 +260,7 @@ def stable_under(out: str | Path, experiment_id: str, run_id: str) -> dict[str, 
     found = []
     for meta_path in (Path(out) / experiment_id / FOLDER).glob("stability-*.json"):
         try:
-            if json.loads(meta_path.read_text(encoding="utf-8")).get("base_run") == run_id:
+            if json_loads(meta_path.read_text(encoding="utf-8")).get("base_run") == run_id:
                 table = meta_path.with_suffix(".parquet")
                 found.append((table.stat().st_mtime, pd.read_parquet(table)))
         except (OSError, ValueError, AttributeError):

@@ -10,7 +10,6 @@ every process from removing a folder that a live one is still writing.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
@@ -27,7 +26,7 @@ except ImportError:  # pragma: no cover - Windows
 import pandas as pd
 
 from ..errors import RunRecordError
-from ..utils import atomic_write
+from ..utils import atomic_write, json_dumps
 from .record import CONFIG, METRICS, SUMMARY, RunRecord, load_run
 
 
@@ -127,7 +126,7 @@ class RunWriter:
         frame.to_parquet(self.stage / METRICS, index=False)
 
     def publish(self, summary: dict[str, Any]) -> RunRecord:
-        atomic_write(self.stage / SUMMARY, json.dumps(summary, indent=2, default=_json_default))
+        atomic_write(self.stage / SUMMARY, json_dumps(summary, indent=2, default=_json_default))  # no bare NaN
         old = None
         if self.final.exists():  # --force, or an unfinished/unreadable folder: keep it until swapped
             old = self.final.with_name(f".{self.final.name}.old-{uuid.uuid4().hex[:6]}")

@@ -26,7 +26,7 @@ import pandas as pd
 from ..config import parse_overrides
 from ..errors import ConfigError
 from ..plotting import parse_plot, sweep_figure
-from ..utils import atomic_write
+from ..utils import atomic_write, check_writable, json_dumps, writing
 from .executors import execute
 from .record import claim_counts
 from .remote import PointRequest
@@ -94,6 +94,8 @@ def sweep(experiment_id: str, axes: list[str] | None = None, *, preset: str = "q
     spec = parse_plot(plot, names)
     points, devices = _typed(experiment_id, preset, raw)
     out = str(out)
+    if save:  # before any point runs: a table that cannot be written is refused now, not after the training
+        check_writable(table_dir(out, experiment_id), "--out", folder=True)
     requests = [PointRequest(experiment_id, preset, p, out, force) for p in points]
     results = execute(requests, executor=executor, devices=devices, cpus=cpus_per_point, gpus=gpus_per_point,
                       shared_fs=shared_fs, ray_address=ray_address, slurm=slurm, progress=progress)
@@ -121,16 +123,23 @@ def table_name(experiment_id: str, items: list[str], preset: str) -> str:
 
 def save_table(df: pd.DataFrame, out: str | Path, experiment_id: str, items: list[str], preset: str,
                axis_names: list[str], show: list[str] | None = None, plot: dict[str, str] | None = None) -> Path:
-    """Write the table (Parquet), a sidecar JSON saying what was swept, and the plot, each atomically."""
-    dest = Path(out) / experiment_id / "sweeps"
-    dest.mkdir(parents=True, exist_ok=True)
-    path = dest / (table_name(experiment_id, items, preset) + ".parquet")
+    """Write the table (Parquet), a sidecar JSON saying what was swept, and the plot, each atomically; an OS error
+    (a full disk, a read-only folder) is one line naming the file and saying the points' runs are kept."""
+    path = table_dir(out, experiment_id) / (table_name(experiment_id, items, preset) + ".parquet")
+    fig = None
     if plot is not None:  # first: a bad y= fails before anything is written
-        title = f"{experiment_id} ({preset}): {plot['y']}"
-        fig = sweep_figure(df, plot, axis_names, title)
-        atomic_write(path.with_suffix(".png"), lambda t: fig.savefig(t, dpi=130, bbox_inches="tight", format="png"))
-    atomic_write(path, lambda t: df.to_parquet(t, index=False))
-    meta = {"experiment": experiment_id, "preset": preset, "axes": list(items), "axis_names": axis_names,
-            "shown": list(show or []), "plot": plot}
-    atomic_write(path.with_suffix(".json"), json.dumps(meta, indent=2))
+        fig = sweep_figure(df, plot, axis_names, f"{experiment_id} ({preset}): {plot['y']}")
+    with writing("--out", kept="the points' runs are kept: rerun the same sweep (complete points are read back)"):
+        if fig is not None:
+            atomic_write(path.with_suffix(".png"),
+                         lambda t: fig.savefig(t, dpi=130, bbox_inches="tight", format="png"))
+        atomic_write(path, lambda t: df.to_parquet(t, index=False))
+        meta = {"experiment": experiment_id, "preset": preset, "axes": list(items), "axis_names": axis_names,
+                "shown": list(show or []), "plot": plot}
+        atomic_write(path.with_suffix(".json"), json_dumps(meta, indent=2))
     return path
+
+
+def table_dir(out: str | Path, experiment_id: str) -> Path:
+    """Where a sweep's tables go: ``OUT/<experiment>/sweeps/``."""
+    return Path(out) / experiment_id / "sweeps"

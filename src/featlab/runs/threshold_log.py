@@ -12,11 +12,11 @@ The file, one key per ``experiment/claim id`` (retired claims stay, with ``"new"
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..utils import json_loads
 from .registry import Experiment
 
 ENTRY_KEYS = ("date", "old", "new", "verdict_before", "verdict_after", "why")
@@ -35,7 +35,7 @@ def current_thresholds(experiments: Sequence[Experiment]) -> dict[str, dict[str,
 
 
 def load_log(path: str | Path) -> dict[str, dict[str, Any]]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return json_loads(Path(path).read_text(encoding="utf-8"))
 
 
 def problems(log: dict[str, dict[str, Any]], current: dict[str, dict[str, Any]]) -> list[str]:

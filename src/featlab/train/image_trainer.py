@@ -13,7 +13,7 @@
   (seed, role, e): a run resumed at epoch e is bit-identical to one never interrupted (on CPU).
 * A checkpoint is written after every epoch (:mod:`.checkpoints`); running the same command again continues where
   it stopped.
-* On a CUDA ``device`` training uses float16 autocast and a gradient scaler.
+* On a CUDA ``device`` training uses float16 autocast and a gradient scaler (``FitSpec.autocast="off"``: none).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class FitSpec:
     weight_decay: float = 0.0
     schedule: str = "none"  # "none" | "cosine" (per epoch, to 0 at the last epoch)
     betas: tuple[float, float] = (0.9, 0.999)
+    autocast: str = "auto"  # "auto": float16 autocast on CUDA; "off": full precision everywhere
 
     def __post_init__(self):
         if self.epochs < 1 or self.batch_size < 1 or not self.lr > 0:
@@ -122,7 +123,7 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
     if spec.batch_size > n_train:
         raise ConfigError(f"the 'batch_size' field ({spec.batch_size}) is larger than the training set "
                           f"({n_train} images); choose batch_size <= {n_train}")
-    use_amp = device.type == "cuda"
+    use_amp = device.type == "cuda" and spec.autocast != "off"
     model.to(device)
     opt = _optimizer([p for p in model.parameters() if p.requires_grad], spec)
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
