@@ -122,7 +122,8 @@ def test_compare_config_metrics_and_claims_that_changed(out, two_runs, capsys):
     assert {(c["field"], c["a"], c["b"]) for c in d["config"]} == {("k", 4, 6), ("d", 3072, 64)}
     assert [m["metric"] for m in d["metrics"]] == ["binary.cos_in_class_mean"]
     assert d["metrics"][0]["delta"] == pytest.approx(-0.1)
-    assert d["claims_changed"] == [{"id": "fa.x", "a": True, "b": False, "a_measured": 0.9, "b_measured": 0.2}]
+    assert d["claims_changed"] == [{"id": "fa.x", "a": "held", "b": "failed", "a_measured": 0.9, "b_measured": 0.2,
+                                    "a_interval": None, "b_interval": None}]  # the four verdicts, not holds
     assert main(["compare", str(old), str(old)]) == 2
 
 

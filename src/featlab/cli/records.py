@@ -20,6 +20,8 @@ def register(sub) -> None:
     s.add_argument("run_dir", metavar="EXP|RUN", help="an experiment id (its latest run), a run folder or a run id")
     s.add_argument("--out", default="runs", help="where experiment and run ids are looked up (default ./runs)")
     s.add_argument("--json", action="store_true", help="print the run's summary as JSON")
+    s.add_argument("--any-run", action="store_true", help="for an experiment id: its latest run of any kind "
+                   "(default: the latest that is neither a control nor a sweep point)")
     s.set_defaults(handler=cmd_show)
 
     r = sub.add_parser("runs", help="an index of the runs under OUT: experiment, run id, preset, overrides, status, "
@@ -33,11 +35,18 @@ def register(sub) -> None:
     m.add_argument("b")
     m.add_argument("--out", default="runs", help="where run ids and experiment ids are looked up (default ./runs)")
     m.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    m.add_argument("--any-run", action="store_true", help="for an experiment id: its latest run of any kind "
+                   "(default: the latest that is neither a control nor a sweep point)")
+    m.add_argument("--across", action="store_true", help="compare runs of two different experiments anyway")
     m.set_defaults(handler=cmd_compare)
 
 
+def _note(text: str) -> None:
+    print(f"featlab: note: {text}", file=sys.stderr)
+
+
 def cmd_show(a: argparse.Namespace) -> int:
-    rec = resolve(a.run_dir, a.out)
+    rec = resolve(a.run_dir, a.out, any_run=a.any_run, warn=_note)
     if a.json:
         dump_json({"dir": str(rec.dir), **rec.summary})
         return 0
@@ -66,20 +75,33 @@ def cmd_runs(a: argparse.Namespace) -> int:
     return 0
 
 
+def _verdict(v: str | None, measured, iv) -> str:
+    """'held 0.91 [0.88, 0.94]'; '—' for a claim the run did not judge."""
+    if v is None:
+        return "— (not judged)"
+    return f"{v} {fmt_value(measured)}" + (f" [{fmt_value(iv[0])}, {fmt_value(iv[1])}]" if iv else "")
+
+
 def _label(rec: RunRecord) -> str:
     return f"{rec.experiment}/{rec.dir.name} ({rec.summary.get('preset', '?')}, {rec.date})"
 
 
 def cmd_compare(a: argparse.Namespace) -> int:
-    ra, rb = resolve(a.a, a.out), resolve(a.b, a.out)
+    ra, rb = (resolve(x, a.out, any_run=a.any_run, warn=_note) for x in (a.a, a.b))
     if ra.dir.resolve() == rb.dir.resolve():
         raise ConfigError(f"both arguments name the same run ({ra.dir}); pass two runs (folders or run ids, "
                           f"'featlab runs {a.out}' lists them)")
+    if ra.experiment != rb.experiment and not a.across:
+        raise ConfigError(f"A is a run of {ra.experiment} and B of {rb.experiment}: their claims and metrics are not "
+                          f"the same quantities; pass two runs of one experiment, or --across to compare anyway")
     d = compare(ra, rb)
     if a.json:
         dump_json(d)
         return 0
-    verdict = {True: "✓", False: "✗", None: "—"}
+    if not d["same_preset"] or not d["same_experiment"]:
+        print(f"featlab: warning: comparing {ra.experiment} at preset {ra.summary.get('preset')} with "
+              f"{rb.experiment} at preset {rb.summary.get('preset')}: differences follow from the settings",
+              file=sys.stderr)
     print(f"A: {_label(ra)}  claims {d['a']['claims_held']}\nB: {_label(rb)}  claims {d['b']['claims_held']}\n")
     if d["config"]:
         print(table([[r["field"], fmt_value(r["a"]), fmt_value(r["b"])] for r in d["config"]], ["field", "A", "B"]))
@@ -97,8 +119,8 @@ def cmd_compare(a: argparse.Namespace) -> int:
         print("\nmetrics: identical")
     print()
     if d["claims_changed"]:
-        print(table([[r["id"], f"{verdict[r['a']]} {fmt_value(r['a_measured'])}",
-                      f"{verdict[r['b']]} {fmt_value(r['b_measured'])}"] for r in d["claims_changed"]],
+        print(table([[r["id"], _verdict(r["a"], r["a_measured"], r["a_interval"]),
+                      _verdict(r["b"], r["b_measured"], r["b_interval"])] for r in d["claims_changed"]],
                     ["claim that changed verdict", "A", "B"]))
     else:
         print("no claim changed verdict")

@@ -1,12 +1,13 @@
 """Two run records side by side: the config fields that differ, the metrics that changed (largest relative change
-first) and the claims whose verdict changed. ``featlab compare`` prints it; it is plain data for any other use."""
+first) and the claims whose verdict changed between the four (held / failed / inconclusive / unverified).
+``featlab compare`` prints it; it is plain data for any other use."""
 
 from __future__ import annotations
 
 from typing import Any, TypeGuard
 
 from .index import overrides_text
-from .record import RunRecord
+from .record import RunRecord, status
 
 
 def _number(v: Any) -> TypeGuard[float]:
@@ -32,9 +33,16 @@ def compare(a: RunRecord, b: RunRecord) -> dict[str, Any]:
         metrics.append({"metric": k, "a": x, "b": y, "delta": y - x, "relative": rel})
     # largest relative change first; a change from 0 or nan has no relative size and goes first too
     metrics.sort(key=lambda r: -float("inf") if r["relative"] is None else -abs(r["relative"]))
-    cla = {c["id"]: c for c in a.claims}
-    clb = {c["id"]: c for c in b.claims}
-    claims = [{"id": i, "a": cla.get(i, {}).get("holds"), "b": clb.get(i, {}).get("holds"),
-               "a_measured": cla.get(i, {}).get("measured"), "b_measured": clb.get(i, {}).get("measured")}
-              for i in dict.fromkeys([*cla, *clb]) if cla.get(i, {}).get("holds") != clb.get(i, {}).get("holds")]
-    return {"a": _side(a), "b": _side(b), "config": config, "metrics": metrics, "claims_changed": claims}
+    cla = {c.get("id", c["statement"]): c for c in a.claims}
+    clb = {c.get("id", c["statement"]): c for c in b.claims}
+    claims = []
+    for i in dict.fromkeys([*cla, *clb]):
+        x, y = cla.get(i), clb.get(i)
+        va, vb = (status(x) if x else None), (status(y) if y else None)  # the four verdicts; None: not judged
+        if va != vb:
+            claims.append({"id": i, "a": va, "b": vb, "a_measured": (x or {}).get("measured"),
+                           "b_measured": (y or {}).get("measured"), "a_interval": (x or {}).get("interval"),
+                           "b_interval": (y or {}).get("interval")})
+    return {"a": _side(a), "b": _side(b), "config": config, "metrics": metrics, "claims_changed": claims,
+            "same_experiment": a.experiment == b.experiment,
+            "same_preset": a.summary.get("preset") == b.summary.get("preset")}

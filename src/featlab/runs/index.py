@@ -8,6 +8,7 @@ never raised, so one broken folder does not hide the others.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,46 @@ class Runs:
     out: Path
     records: list[RunRecord] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    sweep_points: set[str] = field(default_factory=set)  # folder names of runs listed in a sweep table
 
     def of(self, experiment: str, *, controls: bool = False) -> list[RunRecord]:
         return [r for r in self.records if r.experiment == experiment and r.is_control == controls]
 
-    def latest(self, experiment: str) -> RunRecord | None:
-        runs = self.of(experiment)
+    def latest(self, experiment: str, *, any_run: bool = False) -> RunRecord | None:
+        """The newest run of ``experiment`` that is neither a control nor a sweep point (``any_run``: any run)."""
+        runs = [r for r in self.records if r.experiment == experiment] if any_run else \
+            [r for r in self.of(experiment) if r.dir.name not in self.sweep_points]
         return runs[0] if runs else None
+
+    def damaged_newer(self, experiment: str, than: RunRecord | None) -> list[tuple[str, str]]:
+        """Unreadable run folders of ``experiment`` written after ``than`` (which a reader skipped)."""
+        after = than.finished_at if than is not None else -1.0
+        out = []
+        for d, why in self.problems:
+            p = Path(d)
+            if p.parent.name == experiment and _mtime(p) > after:
+                out.append((d, why))
+        return out
+
+
+def _mtime(folder: Path) -> float:
+    try:
+        return max((f.stat().st_mtime for f in folder.iterdir()), default=folder.stat().st_mtime)
+    except OSError:
+        return 0.0
+
+
+def _sweep_points(out: Path) -> set[str]:
+    """Run folders named in any sweep table under OUT (their ``dir`` column); an unreadable table names none."""
+    import pyarrow.parquet as pq  # a heavy import, needed only where sweep tables exist
+
+    names: set[str] = set()
+    for t in out.glob("*/sweeps/*.parquet"):
+        try:
+            names |= {Path(str(d)).name for d in pq.read_table(t, columns=["dir"]).column("dir").to_pylist() if d}
+        except Exception:  # a damaged table only loses the marking, never the index
+            continue
+    return names
 
 
 def find_runs(out: str | Path) -> Runs:
@@ -49,23 +83,33 @@ def find_runs(out: str | Path) -> Runs:
         except RunRecordError as e:
             found.problems.append((str(d), str(e)))
     found.records.sort(key=lambda r: r.finished_at, reverse=True)
+    found.sweep_points = _sweep_points(out)
     return found
 
 
-def resolve(target: str, out: str | Path) -> RunRecord:
-    """A run named as a folder, a run id (or a unique prefix of one) under OUT, or an experiment id (its latest
-    run under OUT)."""
+def resolve(target: str, out: str | Path, *, any_run: bool = False,
+            warn: Callable[[str], None] | None = None) -> RunRecord:
+    """A run named as a folder, a run id (or a unique prefix of one) under OUT, or an experiment id (its latest run
+    under OUT that is neither a control nor a sweep point; ``any_run``: its latest run of any kind). ``warn`` is
+    told of a damaged run newer than the one returned for an experiment id; a damaged run named by its id is
+    refused with the reason it cannot be read."""
     p = Path(target)
     if p.is_dir():
         return load_run(p)
     runs = find_runs(out)
     if target in {e.id for e in list_experiments()} or any(r.experiment == target for r in runs.records):
-        rec = runs.latest(target)
+        rec = runs.latest(target, any_run=any_run)
+        if warn is not None:
+            for d, why in runs.damaged_newer(target, rec):
+                warn(f"skipped {d}, newer but unreadable: {why}")
         if rec is None:
             raise RunRecordError(f"no run of {target} under {str(out)!r}; run 'featlab run {target} --out {out}' "
                                  f"first, or pass --out where its runs are")
         return rec
     hits = [r for r in runs.records if r.dir.name.startswith(target)] if len(target) >= 4 else []
+    broken = [why for d, why in runs.problems if Path(d).name.startswith(target)] if len(target) >= 4 else []
+    if not hits and len(broken) == 1:
+        raise RunRecordError(broken[0])
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:

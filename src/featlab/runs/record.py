@@ -10,7 +10,7 @@ how many of its claims hold.
 from __future__ import annotations
 
 import datetime as _dt
-import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +20,7 @@ import pandas as pd
 
 from .._version import __version__
 from ..errors import RunRecordError
+from ..utils import json_loads
 from .uncertainty import STATUSES
 
 SUMMARY = "summary.json"
@@ -28,6 +29,16 @@ CONFIG = "config.yaml"
 
 _REQUIRED = {"experiment": str, "status": str, "config": dict, "metrics": dict, "claims": list}
 _CLAIM_KEYS = ("statement", "source", "measured", "threshold", "holds")
+_NUMBER = (int, float)
+# fields a reader formats, when present: their types (a tampered record is refused by name, never mis-printed)
+_OPTIONAL: dict[str, tuple[type, ...]] = {
+    "run_id": (str,), "preset": (str,), "message": (str,), "date": (str,), "device": (str,), "device_type": (str,),
+    "command": (str, type(None)), "elapsed_s": _NUMBER, "figures": (list,), "notes": (list,),
+    "control": (dict, type(None)), "versions": (dict,)}
+_CLAIM_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,), "statement": (str,), "source": (str,), "threshold": (str,), "holds": (bool,),
+    "measured": (*_NUMBER, str, type(None)), "status": (str,), "interval": (list, type(None)),
+    "paper_value": (*_NUMBER, type(None))}
 
 
 def is_check(claim: dict[str, Any]) -> bool:
@@ -192,8 +203,35 @@ def summary_problem(summary: Any) -> str | None:
         if not isinstance(summary.get(key), kind):
             return f"has no {key!r} {kind.__name__}" if key not in summary else f"has a {key!r} that is not a " \
                 f"{kind.__name__}"
-    if not all(isinstance(c, dict) and all(k in c for k in _CLAIM_KEYS) for c in summary["claims"]):
-        return "has a malformed claim"
+    for key, kinds in _OPTIONAL.items():
+        if key in summary and (not isinstance(summary[key], kinds) or isinstance(summary[key], bool)):
+            return f"has a {key!r} of type {type(summary[key]).__name__}"
+    if not all(isinstance(x, str) for k in ("figures", "notes") for x in summary.get(k, [])):
+        return "has a figure or note that is not text"
+    bad = next((k for k, v in summary["metrics"].items() if not isinstance(v, (*_NUMBER, type(None)))
+                or isinstance(v, bool)), None)
+    if bad is not None:
+        return f"has a metric {bad!r} that is not a number"
+    return next((p for p in map(claim_problem, summary["claims"]) if p), None)
+
+
+def claim_problem(c: Any) -> str | None:
+    """What makes one recorded claim unusable, or None: a missing key, a wrong type, an unknown verdict, an interval
+    that is not two numbers, or a verdict other than failed / unverified on a measured value that is NaN."""
+    if not isinstance(c, dict) or not all(k in c for k in _CLAIM_KEYS):
+        return "has a malformed claim (a key is missing)"
+    name = c.get("id", c.get("statement", "?"))
+    for key, kinds in _CLAIM_TYPES.items():
+        if key in c and not isinstance(c[key], kinds):
+            return f"has a claim {name!r} whose {key!r} is of type {type(c[key]).__name__}"
+    if "status" in c and c["status"] not in STATUSES:
+        return f"has a claim {name!r} with an unknown verdict {c['status']!r}"
+    iv = c.get("interval")
+    if iv is not None and not (len(iv) == 2 and all(isinstance(x, _NUMBER) and not isinstance(x, bool) for x in iv)):
+        return f"has a claim {name!r} whose interval is not two numbers"
+    m = c["measured"]
+    if isinstance(m, float) and math.isnan(m) and status(c) not in ("failed", "unverified"):
+        return f"has a claim {name!r} that says {status(c)!r} on a measured value of {m}"
     return None
 
 
@@ -206,7 +244,7 @@ def load_run(run_dir: str | Path) -> RunRecord:
                              f"(OUT/<experiment>/<run-id>) or an experiment id")
     fix = "rerun the experiment with --force (an unreadable run is redone) or delete that folder"
     try:
-        summary = json.loads(f.read_bytes().decode("utf-8"))
+        summary = json_loads(f.read_bytes().decode("utf-8"))
     except OSError as e:
         raise RunRecordError(f"{str(f)!r} cannot be read ({e.strerror or e}); check its permissions") from None
     except (UnicodeDecodeError, ValueError, RecursionError):  # binary, not JSON, or absurdly nested
