@@ -14,16 +14,17 @@ statuses (held / failed / inconclusive / unverified). Exit 1 when something diff
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
+
+from featlab.utils import json_loads
 
 
 def latest(root: Path) -> dict[str, dict]:
     out = {}
     for summ in root.glob("*/*/summary.json"):
-        s = json.loads(summ.read_text())
+        s = json_loads(summ.read_text())  # non-finite values come back as floats (featlab's strict JSON)
         if s.get("status") != "complete":
             continue
         if s["experiment"] not in out or summ.stat().st_mtime > out[s["experiment"]][0]:
