@@ -61,7 +61,9 @@ def cmd_runs(a: argparse.Namespace) -> int:
     if a.json:
         dump_json({"out": str(a.root), "runs": rows, "unreadable": [{"dir": d, "why": w} for d, w in runs.problems]})
         return 0
-    if not rows:
+    if not rows and runs.problems:  # not "no runs": the folders are there, and each is named below
+        print(f"no readable runs under {str(a.root)!r}; {len(runs.problems)} unreadable (named on stderr)")
+    elif not rows:
         print(f"no runs under {str(a.root)!r}; start one with 'featlab run ID --out {a.root}'")
     else:
         body = [[r["experiment"], r["run_id"], r["preset"], r["overrides"], r["status"], r["claims_held"], r["date"],
@@ -83,7 +85,13 @@ def _verdict(v: str | None, measured, iv) -> str:
 
 
 def _label(rec: RunRecord) -> str:
-    return f"{rec.experiment}/{rec.dir.name} ({rec.summary.get('preset', '?')}, {rec.date})"
+    ctl = rec.summary.get("control") or {}
+    kind = f", control {ctl.get('name', '?')}" if ctl else ""
+    return f"{rec.experiment}/{rec.dir.name} ({rec.summary.get('preset', '?')}{kind}, {rec.date})"
+
+
+def _kind(side: dict) -> str:
+    return "a plain run" if side["control"] is None else f"control {side['control']}"
 
 
 def cmd_compare(a: argparse.Namespace) -> int:
@@ -95,14 +103,18 @@ def cmd_compare(a: argparse.Namespace) -> int:
         raise ConfigError(f"A is a run of {ra.experiment} and B of {rb.experiment}: their claims and metrics are not "
                           f"the same quantities; pass two runs of one experiment, or --across to compare anyway")
     d = compare(ra, rb)
-    if a.json:
-        dump_json(d)
-        return 0
+    # marked on stderr in both modes, so --json output stays parseable and the mark is never lost
     if not d["same_preset"] or not d["same_experiment"]:
         print(f"featlab: warning: comparing {ra.experiment} at preset {ra.summary.get('preset')} with "
               f"{rb.experiment} at preset {rb.summary.get('preset')}: differences follow from the settings",
               file=sys.stderr)
-    print(f"A: {_label(ra)}  claims {d['a']['claims_held']}\nB: {_label(rb)}  claims {d['b']['claims_held']}\n")
+    if not d["same_kind"]:
+        print(f"featlab: warning: comparing {_kind(d['a'])} (A) with {_kind(d['b'])} (B): a control judges only "
+              f"the claims it targets, on a setting made to break them", file=sys.stderr)
+    if a.json:
+        dump_json(d)
+        return 0
+    print(f"A: {_label(ra)}  claims {d['a']['claims']}\nB: {_label(rb)}  claims {d['b']['claims']}\n")
     if d["config"]:
         print(table([[r["field"], fmt_value(r["a"]), fmt_value(r["b"])] for r in d["config"]], ["field", "A", "B"]))
     else:

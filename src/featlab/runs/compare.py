@@ -4,10 +4,11 @@ first) and the claims whose verdict changed between the four (held / failed / in
 
 from __future__ import annotations
 
+import math
 from typing import Any, TypeGuard
 
 from .index import overrides_text
-from .record import RunRecord, status
+from .record import RunRecord, counts_text, status
 
 
 def _number(v: Any) -> TypeGuard[float]:
@@ -15,7 +16,10 @@ def _number(v: Any) -> TypeGuard[float]:
 
 
 def _side(rec: RunRecord) -> dict[str, Any]:
-    return {"dir": str(rec.dir), "claims_held": "{}/{}".format(*rec.held), "overrides": overrides_text(rec)}
+    ctl = rec.summary.get("control") or {}
+    return {"dir": str(rec.dir), "experiment": rec.experiment, "preset": rec.summary.get("preset"),
+            "control": ctl.get("name", "?") if ctl else None, "claims_held": "{}/{}".format(*rec.held),
+            "claims": counts_text(rec.claims), "verdicts": rec.statuses, "overrides": overrides_text(rec)}
 
 
 def compare(a: RunRecord, b: RunRecord) -> dict[str, Any]:
@@ -29,7 +33,7 @@ def compare(a: RunRecord, b: RunRecord) -> dict[str, Any]:
             continue
         if x == y or (x != x and y != y):  # unchanged (nan on both sides included)
             continue
-        rel = (y - x) / abs(x) if x != 0 and x == x else None
+        rel = (y - x) / abs(x) if x != 0 and math.isfinite(x) and math.isfinite(y) else None  # no size from ±inf
         metrics.append({"metric": k, "a": x, "b": y, "delta": y - x, "relative": rel})
     # largest relative change first; a change from 0 or nan has no relative size and goes first too
     metrics.sort(key=lambda r: -float("inf") if r["relative"] is None else -abs(r["relative"]))
@@ -43,6 +47,7 @@ def compare(a: RunRecord, b: RunRecord) -> dict[str, Any]:
             claims.append({"id": i, "a": va, "b": vb, "a_measured": (x or {}).get("measured"),
                            "b_measured": (y or {}).get("measured"), "a_interval": (x or {}).get("interval"),
                            "b_interval": (y or {}).get("interval")})
-    return {"a": _side(a), "b": _side(b), "config": config, "metrics": metrics, "claims_changed": claims,
-            "same_experiment": a.experiment == b.experiment,
-            "same_preset": a.summary.get("preset") == b.summary.get("preset")}
+    sa, sb = _side(a), _side(b)
+    return {"a": sa, "b": sb, "config": config, "metrics": metrics, "claims_changed": claims,
+            "same_experiment": sa["experiment"] == sb["experiment"], "same_preset": sa["preset"] == sb["preset"],
+            "same_kind": sa["control"] == sb["control"]}  # a control against a plain run: a different question

@@ -37,15 +37,18 @@ class Runs:
             [r for r in self.of(experiment) if r.dir.name not in self.sweep_points]
         return runs[0] if runs else None
 
-    def damaged_newer(self, experiment: str, than: RunRecord | None) -> list[tuple[str, str]]:
-        """Unreadable run folders of ``experiment`` written after ``than`` (which a reader skipped)."""
+    def damaged_newer(self, experiment: str, than: RunRecord | None, *, any_run: bool = False
+                      ) -> list[tuple[str, str]]:
+        """Unreadable run folders of ``experiment`` written after ``than`` (which a reader skipped), newest first;
+        a folder a sweep table names is left out unless ``any_run`` (it would not have been the latest anyway)."""
         after = than.finished_at if than is not None else -1.0
-        out = []
+        found = []
         for d, why in self.problems:
             p = Path(d)
-            if p.parent.name == experiment and _mtime(p) > after:
-                out.append((d, why))
-        return out
+            if p.parent.name == experiment and (any_run or p.name not in self.sweep_points) and \
+                    (t := _mtime(p)) > after:
+                found.append((t, d, why))
+        return [(d, why) for _, d, why in sorted(found, reverse=True)]
 
 
 def _mtime(folder: Path) -> float:
@@ -97,19 +100,27 @@ def resolve(target: str, out: str | Path, *, any_run: bool = False,
     if p.is_dir():
         return load_run(p)
     runs = find_runs(out)
-    if target in {e.id for e in list_experiments()} or any(r.experiment == target for r in runs.records):
+    if target in {e.id for e in list_experiments()} or any(r.experiment == target for r in runs.records) or \
+            any(Path(d).parent.name == target for d, _ in runs.problems):
         rec = runs.latest(target, any_run=any_run)
-        if warn is not None:
-            for d, why in runs.damaged_newer(target, rec):
-                warn(f"skipped {d}, newer but unreadable: {why}")
+        damaged = runs.damaged_newer(target, rec, any_run=any_run)
+        if rec is None and damaged:  # every run is unreadable: one line with the newest one's reason
+            more = f" ({len(damaged) - 1} more unreadable)" if len(damaged) > 1 else ""
+            raise RunRecordError(f"no readable run of {target} under {str(out)!r}{more}; the newest: {damaged[0][1]}")
         if rec is None:
             raise RunRecordError(f"no run of {target} under {str(out)!r}; run 'featlab run {target} --out {out}' "
                                  f"first, or pass --out where its runs are")
+        if warn is not None:  # never silently an older run than the user expects
+            for d, why in damaged:
+                warn(f"skipped {d}, newer but unreadable: {why}")
         return rec
     hits = [r for r in runs.records if r.dir.name.startswith(target)] if len(target) >= 4 else []
     broken = [why for d, why in runs.problems if Path(d).name.startswith(target)] if len(target) >= 4 else []
     if not hits and len(broken) == 1:
         raise RunRecordError(broken[0])
+    if not hits and broken:
+        raise RunRecordError(f"run id {target!r} names {len(broken)} unreadable runs under {str(out)!r}; give more "
+                             f"characters ('featlab runs {out}' lists them)")
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:

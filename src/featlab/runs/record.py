@@ -181,9 +181,11 @@ class RunRecord:
         """When the run finished (a POSIX time): its recorded date, else when its summary.json was written."""
         date = self.summary.get("date")
         if isinstance(date, str):
-            try:
-                return _dt.datetime.fromisoformat(date).timestamp()
-            except ValueError:
+            try:  # a tampered date (not ISO, or out of range once in local time) falls back to the file's time
+                t = _dt.datetime.fromisoformat(date).timestamp()
+                _dt.datetime.fromtimestamp(t)
+                return t
+            except (ValueError, OverflowError, OSError):
                 pass
         try:
             return (self.dir / SUMMARY).stat().st_mtime
@@ -217,10 +219,13 @@ def summary_problem(summary: Any) -> str | None:
 
 def claim_problem(c: Any) -> str | None:
     """What makes one recorded claim unusable, or None: a missing key, a wrong type, an unknown verdict, an interval
-    that is not two numbers, or a verdict other than failed / unverified on a measured value that is NaN."""
-    if not isinstance(c, dict) or not all(k in c for k in _CLAIM_KEYS):
-        return "has a malformed claim (a key is missing)"
+    that is not two numbers, or a verdict other than failed / unverified on a measured value that is not a number
+    (NaN, text, none) or an interval of NaN (the judge gives failed there: anything else was written by hand)."""
+    if not isinstance(c, dict):
+        return f"has a claim that is a {type(c).__name__}, not a mapping"
     name = c.get("id", c.get("statement", "?"))
+    if missing := [k for k in _CLAIM_KEYS if k not in c]:
+        return f"has a claim {name!r} without {', '.join(map(repr, missing))}"
     for key, kinds in _CLAIM_TYPES.items():
         if key in c and not isinstance(c[key], kinds):
             return f"has a claim {name!r} whose {key!r} is of type {type(c[key]).__name__}"
@@ -230,8 +235,11 @@ def claim_problem(c: Any) -> str | None:
     if iv is not None and not (len(iv) == 2 and all(isinstance(x, _NUMBER) and not isinstance(x, bool) for x in iv)):
         return f"has a claim {name!r} whose interval is not two numbers"
     m = c["measured"]
-    if isinstance(m, float) and math.isnan(m) and status(c) not in ("failed", "unverified"):
-        return f"has a claim {name!r} that says {status(c)!r} on a measured value of {m}"
+    number = isinstance(m, _NUMBER) and not isinstance(m, bool) and not (isinstance(m, float) and math.isnan(m))
+    if not number and status(c) not in ("failed", "unverified"):  # the judge fails a NaN or a text it cannot judge
+        return f"has a claim {name!r} that says {status(c)!r} on a measured value of {m!r}"
+    if iv is not None and all(x != x for x in iv) and status(c) not in ("failed", "unverified"):
+        return f"has a claim {name!r} that says {status(c)!r} on an interval of [nan, nan]"  # the judge: failed
     return None
 
 
