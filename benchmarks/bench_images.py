@@ -1,6 +1,15 @@
-"""Overhead of SpuriousChannels + Mixup over plain training, and images/s, on the CPU small CNN (8×8 digits).
+"""Image training speed. Two modes:
 
     python benchmarks/bench_images.py [--epochs 10] [--width 16] [--batch-size 50] [--threads 1] [--repeats 3]
+    python benchmarks/bench_images.py --shapes [--device cuda] [--steps 20] [--json FILE]
+
+``--shapes`` (benchmarks/image_shapes.py): ResNet-18 through featlab's own ``fit`` on synthetic data of the papers'
+shapes (spurious-channel CIFAR-10 6×32×32, FashionMNIST 2×28×28; no files needed), per configuration (precision,
+layout, compile, data on the device or built on the host): images/s, the epoch time, the achieved TFLOP/s as a
+fraction of the matmul peak measured in the same run (bf16 and fp32), the FashionMNIST row of Table 1 (15 runs × 100
+epochs) at that speed, and the attacks' cost: one forward+backward pass per image for the robustness curves.
+
+Without ``--shapes``: the overhead of SpuriousChannels + Mixup over plain training on the CPU small CNN (8×8 digits).
 
 Both arms train the same model (2 input channels) with the same optimiser on the same images; "plain" feeds
 precomputed 2-channel tensors with ERM, "spurious+mixup" builds every batch with SpuriousChannels (fresh γ per
@@ -32,7 +41,14 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=3)
-    a = ap.parse_args()
+    ap.add_argument("--shapes", action="store_true", help="ResNet-18 on the papers' shapes (see above)")
+    a, rest = ap.parse_known_args()
+    if a.shapes:
+        from image_shapes import main as shapes_main  # noqa: PLC0415  (benchmarks/ is the script's folder)
+
+        raise SystemExit(shapes_main(rest))
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
     torch.set_num_threads(a.threads)
     d = load_images("digits")
     x = d.normalize(d.x_train)

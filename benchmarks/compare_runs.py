@@ -95,7 +95,9 @@ def table_row(exp: str, before: dict, after: dict, rtol: float) -> tuple[str, bo
     changed = [f"{x['id']}: {verdict(x)} → {verdict(y)}" for x, y in zip(cb, ca) if verdict(x) != verdict(y)]
     ok = within == len(common) == len(mb) == len(ma) and equal == len(cb) == len(ca)
     largest = "—" if worst is None else f"{d[worst]:.1e} ({worst})"
-    return (f"| {exp} | {within}/{len(common)} | {largest} | {equal}/{len(cb)} | "
+    secs = " / ".join(f"{r['elapsed_s']:.0f}" if isinstance(r.get("elapsed_s"), (int, float)) else "?"
+                      for r in (before, after))
+    return (f"| {exp} | {within}/{len(common)} | {largest} | {equal}/{len(cb)} | {secs} | "
             f"{'✓' if ok else '✗ ' + '; '.join(changed[:3])} |"), ok
 
 
@@ -111,15 +113,16 @@ def main(argv=None) -> int:
     only = [x for x in a.only.split(",") if x]
     bad = 0
     if a.table:
-        print(f"| experiment | metrics within rtol {a.rtol:g} | largest relative difference | verdicts equal | |")
-        print("|---|---|---|---|---|")
+        print(f"| experiment | metrics within rtol {a.rtol:g} | largest relative difference | verdicts equal | "
+              f"seconds (first / second) | |")
+        print("|---|---|---|---|---|---|")
         for exp in sorted(set(b) & set(c)):
             if not only or exp in only:
                 row, ok = table_row(exp, b[exp], c[exp], a.rtol)
                 print(row)
                 bad += not ok
         for exp in sorted(set(b) ^ set(c)):
-            print(f"| {exp} | only in {'the first' if exp in b else 'the second'} folder | | | ✗ |")
+            print(f"| {exp} | only in {'the first' if exp in b else 'the second'} folder | | | | ✗ |")
         return 1 if bad or set(b) ^ set(c) else 0
     for exp in sorted(set(b) & set(c)):
         if only and exp not in only:

@@ -65,16 +65,30 @@ FEATLAB=("$PY" -m featlab.cli)
 $PY -m pytest -q -p no:cacheprovider -m "gpu and not network" -o addopts="" tests 2>&1 | tee "$OUT/pytest-gpu.log" | tail -5
 gpu_tests=${PIPESTATUS[0]}
 
-# 3. the quick reproduction on both devices, side by side (the CPU run gets the cores, the CUDA run one)
-"${FEATLAB[@]}" reproduce all --out "$OUT/cuda" device=cuda autocast=off >"$OUT/reproduce-cuda.log" 2>&1 &
+# 3. speed: ResNet-18 on the papers' shapes per configuration, and the all-pairs / PGD steps (alone on the machine)
+timeout "${BENCH_TIMEOUT:-240}" $PY benchmarks/bench_images.py --shapes --json "$OUT/bench_images.json" 2>&1 \
+  | grep -v '^\s*$' | tee "$OUT/bench_images.md"
+timeout 60 $PY benchmarks/bench_gpu.py 2>&1 | tee "$OUT/bench_gpu.log"
+
+# 4. the quick reproduction on both devices, side by side (the CPU run gets the cores, the CUDA run one);
+#    REPRO_TIMEOUT bounds each, so a slow experiment costs its row, not the table
+timeout "${REPRO_TIMEOUT:-600}" "${FEATLAB[@]}" reproduce all --out "$OUT/cuda" device=cuda autocast=off \
+  >"$OUT/reproduce-cuda.log" 2>&1 &
 cuda_pid=$!
-"${FEATLAB[@]}" reproduce all --out "$OUT/cpu" device=cpu >"$OUT/reproduce-cpu.log" 2>&1
+timeout "${REPRO_TIMEOUT:-600}" "${FEATLAB[@]}" reproduce all --out "$OUT/cpu" device=cpu >"$OUT/reproduce-cpu.log" 2>&1
 cpu_rc=$?
 wait $cuda_pid
 cuda_rc=$?
 tail -3 "$OUT/reproduce-cuda.log"
 
-# 4. one table
+# 5. mm-multiview quick alone on each device (the side-by-side times above share the machine), if time is left
+(( $(date +%s) - t0 < ${MM_AFTER:-420} )) && for dev in cuda cpu; do
+  s=$(date +%s)
+  timeout "${MM_TIMEOUT:-120}" "${FEATLAB[@]}" run mm-multiview --out "$OUT/mm-$dev" device=$dev >/dev/null 2>&1
+  echo "mm-multiview quick alone on $dev: exit $?, $(( $(date +%s) - s )) s" | tee -a "$OUT/mm-multiview.log"
+done
+
+# 6. one table
 echo
 echo "GPU check: $($PY -c 'import torch; print(torch.cuda.get_device_name(0), "· torch", torch.__version__)'), $(( $(date +%s) - t0 )) s"
 echo "pytest -m gpu: exit $gpu_tests ($(tail -1 "$OUT/pytest-gpu.log")); reproduce all: cuda exit $cuda_rc, cpu exit $cpu_rc"

@@ -158,6 +158,25 @@ def test_fit_learns_and_records_history():
     assert res.history[-1]["acc"] > 0.5 and res.history[0]["images_per_s"] > 0
 
 
+@pytest.mark.parametrize("autocast,channels_last", [("bf16", "on"), ("fp16", "off"), ("off", "on")])
+def test_fit_mixed_precision_and_channels_last_run_on_the_cpu(autocast, channels_last):
+    """Every precision and layout path of the GPU also runs here: bf16 / fp16 autocast (fp16 with its scaler) and
+    NHWC activations train the tiny model to the same kind of result as full precision."""
+    model, x, y = _setup()
+    spec = FitSpec(epochs=15, batch_size=16, optimizer="adam", lr=1e-2, autocast=autocast,
+                   channels_last=channels_last)
+    assert spec.amp_dtype(CPU) == {"bf16": torch.bfloat16, "fp16": torch.float16, "off": None}[autocast]
+    res = fit(model, _batch_fn(x, y), len(y), spec, evaluate=lambda m: {"acc": (m(x).argmax(-1) == y).float().mean()},
+              device=CPU)
+    assert res.status == "complete" and res.history[-1]["train_loss"] < res.history[0]["train_loss"]
+    assert res.history[-1]["acc"] > 0.5
+    cuda = torch.device("cuda")  # what "auto" means there, asked without a GPU
+    assert FitSpec(1, 1).amp_dtype(cuda) == torch.bfloat16 and FitSpec(1, 1).amp_dtype(CPU) is None
+    assert FitSpec(1, 1).memory_format(cuda) == torch.channels_last
+    with pytest.raises(ConfigError, match="'autocast' field"):
+        FitSpec(1, 1, autocast="half")
+
+
 def test_fit_result_frame_is_the_trainers_protocol(tmp_path):
     """FitResult has status, message and frame() like the synthetic trainer's result, so ctx.trained takes it."""
     model, x, y = _setup()

@@ -36,9 +36,13 @@ class ImageTrainFields(ExperimentConfig):
     weight_decay: float = Field(0.0, ge=0, description="L2 weight decay")
     schedule: Literal["none", "cosine"] = Field("none", description="learning-rate schedule (per epoch)")
     eval_batch: int = Field(1000, ge=1, description="batch size of evaluation and attacks")
-    autocast: Literal["auto", "off"] = Field("auto", description="mixed precision: auto = float16 autocast with a "
-                                             "gradient scaler on CUDA, none on the CPU; off = full precision on "
-                                             "every device (the GPU check compares CPU and CUDA arithmetic so)")
+    autocast: Literal["auto", "bf16", "fp16", "off"] = Field(
+        "auto", description="mixed precision: auto = bfloat16 autocast on CUDA, full precision on the CPU; bf16 / "
+        "fp16 (with a gradient scaler) on any device; off = full precision on every device (the GPU check compares "
+        "CPU and CUDA arithmetic so)")
+    channels_last: Literal["auto", "on", "off"] = Field("auto", description="NHWC activations (auto: on CUDA)")
+    compile: bool = Field(False, description="torch.compile the model for training (tens of seconds to compile; "
+                          "pays off on long GPU runs)")
     checkpoint_dir: str | None = Field(None, description="checkpoints go into its sub-folder featlab-<experiment>")
     keep_checkpoints: bool = Field(False, description="keep the final checkpoints (trained weights) after the run")
     cpu_threads: int | None = Field(None, ge=1, description="torch CPU threads while this experiment runs (None: "
@@ -48,7 +52,8 @@ class ImageTrainFields(ExperimentConfig):
 
     def fit_spec(self) -> FitSpec:
         return FitSpec(self.epochs, self.batch_size, self.optimizer, self.lr, self.momentum, self.weight_decay,
-                       self.schedule, autocast=self.autocast)
+                       self.schedule, autocast=self.autocast, channels_last=self.channels_last,
+                       compile=self.compile)
 
 
 def build_model(kind: str, in_channels: int, num_classes: int, width: int, seed: int,
