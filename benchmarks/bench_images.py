@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--shapes", action="store_true", help="ResNet-18 on the papers' shapes (see above)")
     a, rest = ap.parse_known_args()
     if a.shapes:
-        from image_shapes import main as shapes_main  # noqa: PLC0415  (benchmarks/ is the script's folder)
+        from image_shapes import main as shapes_main
 
         raise SystemExit(shapes_main(rest))
     if rest:

@@ -68,7 +68,7 @@ def run_config(cfg: str, c: int, s: int, a, dev: torch.device) -> float:
                    channels_last="on" if "cl" in parts else "off", compile="compile" in parts)
     g = torch.Generator(device="cpu").manual_seed(0)
     if "host" in parts:
-        from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels  # noqa: PLC0415
+        from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels
 
         sc = SpuriousChannels(torch.rand(n, c // 2, s, s, generator=g), torch.randint(10, (n,), generator=g), 10,
                               seed=0)

@@ -13,6 +13,19 @@ def test_overrides_parse_yaml_scalars_and_lists():
     assert cfg.eta == pytest.approx(1e-4) and cfg.k == 20 and cfg.radius_grid() == [0.0, 2.0, 4.0]
 
 
+def test_on_off_words_stay_words_where_a_field_takes_them():
+    """YAML 1.1 reads `off` and `on` as booleans; a field whose values are those words gets the words back (the GPU
+    check's `autocast=off` was refused as a boolean), while a numeric field still refuses a boolean."""
+    import featlab.papers  # noqa: F401  (registers the experiments)
+    from featlab.runs.runner import resolve_config
+
+    cfg = resolve_config("fa-resnet-digits", "quick", None, parse_overrides(["autocast=off", "channels_last=on"]),
+                         False)[1]
+    assert (cfg.autocast, cfg.channels_last) == ("off", "on")
+    with pytest.raises(Exception, match="boolean"):
+        resolve_config("fa-resnet-digits", "quick", None, parse_overrides(["epochs=off"]), False)
+
+
 def test_default_radius_grid_is_the_papers_axis_scaled_with_d():
     _, cfg = resolve_config("fa-synthetic", "paper")
     assert cfg.radius_grid() == [float(r) for r in range(0, 59, 2)]

@@ -81,6 +81,8 @@ class ExperimentConfig(BaseModel):
         would train and then overflow when saved)."""
         assert info.field_name is not None  # a field validator always runs for a named field
         ann = cls.model_fields[info.field_name].annotation
+        if isinstance(v, bool) and ("on" if v else "off") in typing.get_args(ann):
+            return "on" if v else "off"  # YAML 1.1 reads the words on / off as booleans: autocast=off means "off"
         why = _bad_value(v, _allows(ann, bool), BIG_INT_MAX if info.field_name in cls.BIG_INTS else INT64_MAX)
         if why:
             raise ValueError(why)

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 import torch
@@ -145,10 +146,10 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
     amp = spec.amp_dtype(device)
     use_amp = amp == torch.float16  # a gradient scaler only for float16: bfloat16 has float32's range
     fmt = spec.memory_format(device)
-    model.to(device, memory_format=fmt)
+    model.to(device, memory_format=fmt)  # type: ignore[call-overload]  # torch's stub lacks memory_format
     opt = _optimizer([p for p in model.parameters() if p.requires_grad], spec)
     scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
-    step_model = torch.compile(model) if spec.compile else model
+    step_model = cast(nn.Module, torch.compile(model)) if spec.compile else model
     fp = {"fingerprint": fingerprint or {}, "spec": {k: v for k, v in spec.__dict__.items()}, "seed": seed}
     fp_json = json.dumps(fp, sort_keys=True, default=str)
     ckpt = Path(checkpoint) if checkpoint is not None else None
