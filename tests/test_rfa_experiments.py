@@ -71,7 +71,8 @@ def test_theorem1_claims_and_metrics(out):
             assert f"eta={eta}.{k}" in m
         assert m[f"eta={eta}.train_clean_correct"] == 1.0 and m[f"eta={eta}.train_noisy_fit"] == 0.0
     assert "n=10.eta=0.1.test_err" in m and m["clean_err_loglog_slope"] <= -0.5
-    assert all(c["holds"] for c in rec.claims), [c for c in rec.claims if not c["holds"]]
+    # 4 seeds: under the minimum-units rule (5 nets) nothing is "held"; none may fail
+    assert [c["id"] for c in rec.claims if c["status"] == "failed"] == []
     assert any("(A1)-(A7)" in note for note in rec.summary["notes"])
     assert rec.figures
 
@@ -79,7 +80,7 @@ def test_theorem1_claims_and_metrics(out):
 def test_theorem1_theory_preset_is_theory_checked(out):
     rec = run("rfa-theorem1", "theory", out=out, quiet=True, seeds=1, n_test=500)
     assert any("theory-checked" in note for note in rec.summary["notes"])
-    assert all(c["holds"] for c in rec.claims), [c for c in rec.claims if not c["holds"]]
+    assert [c["id"] for c in rec.claims if c["status"] == "failed"] == []
 
 
 # Lemma 4 at Def 7's C0 ≈ 2.6e9 asks each of the four J_µ for ≥ m/4 neurons, but J_{+µ1}, J_{−µ1} split the m/2
@@ -116,8 +117,9 @@ def test_amplification_paper_C0_fails_when_lemma6_premise_fails(out):
 def test_fig1_claims(out):
     rec = run("rfa-fig1", "quick", out=out, quiet=True)
     c = _claims(rec)
-    assert c["rfa.fig1_pattern"]["status"] == "held" and c["rfa.fig1_fstar"]["status"] == "held"
-    assert c["rfa.fig1_fstar"]["unit"] == "test points"
+    # one net: its test points are clustered on it, so f*'s accuracy rests on 1 seed, inconclusive by rule
+    assert c["rfa.fig1_pattern"]["status"] != "failed" and c["rfa.fig1_fstar"]["status"] == "inconclusive"
+    assert c["rfa.fig1_fstar"]["unit"].startswith("seeds") and c["rfa.fig1_fstar"]["settle"] >= 5
     # App. E's init (ω√(md) = 0.1, outside (A6)) still dominates every neuron at T: median max-ρ 0.33 < cos(π/8)
     assert rec.summary["metrics"]["neurons_near_a_mean"] == 0 and rec.summary["metrics"]["neuron_rho_max_median"] < 0.5
     assert rec.summary["metrics"]["train_noisy_fit"] == 0.0
@@ -127,7 +129,7 @@ def test_fig1_claims(out):
 def test_fig1_theory_preset_meets_the_assumptions_and_every_claim_holds(out):
     rec = run("rfa-fig1", "theory", out=out, quiet=True, grid=31)
     assert {a["ref"]: a["met"] for a in rec.summary["assumptions"]} == {f"(A{i})": True for i in range(1, 8)}
-    assert [c["status"] for c in rec.claims] == ["held"] * 2, rec.claims
+    assert "failed" not in [c["status"] for c in rec.claims], rec.claims
     assert rec.summary["metrics"]["neurons_near_a_mean"] >= 0.9  # (A6) met: nearly every neuron near a mean (§3)
 
 
@@ -151,7 +153,8 @@ def test_fig2_short_horizon(out):
     # the peak is read where the validation accuracy peaks, never above the best probe on the test points
     assert m["low.test_acc@val_peak"] <= m["low.test_acc@peak"]
     c = _claims(rec)
-    assert c["rfa.fig2_high_T"]["unit"] == "test points" and c["rfa.fig2_low_drops"]["unit"] == "test points"
+    # test points pooled over seeds are resampled by seed first (a cluster bootstrap)
+    assert c["rfa.fig2_high_T"]["unit"].startswith("seeds") and c["rfa.fig2_low_drops"]["unit"].startswith("seeds")
     assert c["rfa.fig2_high_interpolates"]["status"] == "failed"  # 200 steps: not yet interpolating
     steps = sorted(rec.metrics.query("metric == 'high.test_acc'")["step"].unique())
     assert steps[:4] == [0, 1, 2, 3] and steps[-1] == 200  # log-spaced probes
@@ -162,7 +165,7 @@ def test_preset_claims(exp, preset, out):
     # rfa-fig1: test_fig1_claims; rfa-fig2: test_fig2_quick_verdicts (slow)
     rec = run(exp, preset, out=out, quiet=True)
     assert rec.status == "complete"
-    bad = {c["id"] for c in rec.claims if not c["holds"]}
+    bad = {c["id"] for c in rec.claims if c["status"] == "failed"}
     assert bad == FAILS_AT_QUICK.get(exp, set()), bad
 
 

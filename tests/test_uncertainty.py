@@ -1,12 +1,23 @@
-"""Verdicts with their sampling uncertainty: the bootstrap interval decides held / failed / inconclusive, a search
-that did not converge makes a claim unverified, and records count each verdict apart."""
+"""Verdicts with their sampling uncertainty: the 95 % interval decides held / failed / inconclusive, fewer than 5
+seeds make a claim inconclusive by rule, a search that did not converge makes it unverified, and records count each
+verdict apart. The methods' coverage: tests/test_interval_coverage.py."""
 
 import numpy as np
 import pytest
 
 from featlab.runs.claims import AtLeast, AtMost, Claim, Near, Within
 from featlab.runs.record import counts_text, status_counts
-from featlab.runs.uncertainty import decide, interval, units_to_settle
+from featlab.runs.uncertainty import (
+    MIN_UNITS,
+    Bracket,
+    Clustered,
+    Interval,
+    decide,
+    interval,
+    mean_difference,
+    too_few_units,
+    units_to_settle,
+)
 
 GE = Claim("x.ge", "s", "Thm 1", AtLeast(lo=0.5))
 
@@ -21,12 +32,96 @@ def test_an_interval_clear_of_the_bound_decides_and_one_across_it_is_inconclusiv
     assert v.to_dict()["interval"] == list(v.interval) and v.to_dict()["settle"] == v.settle
 
 
-def test_the_interval_is_scipys_percentile_bootstrap_and_reproducible():
+def test_the_interval_is_reproducible_and_its_method_follows_the_samples():
     x = np.arange(10.0)
     a, b = interval(x), interval(x)
-    assert a == b and a.lo < 4.5 < a.hi and a.n == 10
+    assert a == b and a.lo < 4.5 < a.hi and a.n == 10 and a.method == "t"
+    assert interval(np.arange(40.0)).method == "BCa"  # 30 units or more: the bootstrap
+    assert interval(x, lambda v: float(np.median(v))).method == "BCa"
     assert interval([1.0]) is None  # one unit: no interval
-    assert interval([2.0, 2.0, 2.0]).lo == 2.0  # a point distribution
+    assert interval([2.0, 2.0, 2.0]).lo == 2.0  # every unit the same, not 0/1: t's spread is 0
+
+
+def test_all_successes_get_the_exact_binomial_bound_not_a_point():
+    """issue 32: 5/5 seeds was 'held [1, 1]' against 0.5; 20/20 classes against 0.9."""
+    five, twenty = interval(np.ones(5)), interval(np.ones(20), unit="classes")
+    assert five.method == "clopper-pearson" and round(five.lo, 3) == 0.478 and five.hi == 1
+    assert round(twenty.lo, 3) == 0.832
+    assert interval(np.zeros(5)).hi == pytest.approx(1 - 0.025 ** (1 / 5))
+    assert GE.judge(1.0, samples=np.ones(5)).status == "inconclusive"  # [0.478, 1] reaches below 0.5
+    assert GE.judge(1.0, samples=np.ones(6)).status == "held"  # 0.025^(1/6) = 0.541
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 12, 40])
+def test_constant_0_1_units_never_give_a_zero_width_interval(n):
+    for v in (0.0, 1.0):
+        iv = interval(np.full(n, v))
+        assert iv.hi - iv.lo > 0.05
+
+
+def test_a_3_seed_mean_gets_the_t_interval():
+    from scipy import stats
+
+    x = np.array([0.61, 0.70, 0.66])
+    iv = interval(x)
+    lo, hi = stats.t.interval(0.95, 2, loc=x.mean(), scale=stats.sem(x))
+    assert (iv.lo, iv.hi) == pytest.approx((lo, hi)) and iv.method == "t"
+    assert iv.hi - iv.lo > 2 * np.ptp(x)  # the percentile bootstrap gave at most the data's own range
+    d = interval((x, x - 0.1 + np.array([0.01, -0.02, 0.0])), mean_difference)
+    assert d.method == "paired t" and d.lo < 0.1 < d.hi
+
+
+def _clustered_data(G=5, m=200, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(G), m)
+    return rng.normal(0, 1, G)[ids] + 0.2 * rng.standard_normal(G * m), ids
+
+
+def test_points_pooled_over_seeds_are_resampled_by_seed():
+    v, ids = _clustered_data()
+    pooled, clustered = interval(v, unit="test points"), interval(Clustered(v, ids), unit="test points")
+    assert clustered.n == 5 and pooled.n == 1000 and clustered.unit == "seeds (× test points)"
+    assert clustered.method == "cluster" and clustered.clustered
+    assert clustered.hi - clustered.lo > 5 * (pooled.hi - pooled.lo)  # the seeds' spread, not the points'
+    means = [v[ids == g].mean() for g in range(5)]
+    t_iv = interval(np.array(means))
+    t_width = t_iv.hi - t_iv.lo
+    assert 0.8 < (clustered.hi - clustered.lo) / t_width < 1.5  # about the t interval over the 5 seed means
+    assert interval(Clustered(v, ids)) == interval(Clustered(v, ids))  # seeded
+
+
+def test_clustered_composes_with_paired_points_and_brackets():
+    v, ids = _clustered_data(G=4, m=50)
+    w = v + 0.3 + 0.05 * np.random.default_rng(1).standard_normal(len(v))
+    paired = interval(Clustered((w, v), ids), mean_difference, unit="test points")
+    assert paired.n == 4 and paired.lo < 0.3 < paired.hi and paired.hi - paired.lo < 0.2  # the pairs share the seed
+    br = interval(Bracket(Clustered(v, ids), Clustered(w, ids)))
+    assert br.clustered and br.n == 4 and br.gap == pytest.approx(0.3, abs=0.01) and br.unit == "seeds (× points)"
+    same = interval(Clustered((v + 0.3, v), ids), mean_difference)  # every pair differs by 0.3, up to rounding
+    assert same.method == "point" and same.lo == same.hi == pytest.approx(0.3)
+    uneven = np.r_[np.zeros(10), np.ones(30), np.full(25, 2)]
+    assert interval(Clustered(np.arange(65.0), uneven)).n == 3
+    ok = interval(Clustered(np.ones(200), np.repeat(np.arange(5), 40)))  # every point of 5 seeds: 5/5 seeds
+    assert round(ok.lo, 3) == 0.478 and ok.hi == 1 and ok.n == 5
+    one = interval(Clustered(v[:50], ids[:50]))  # one seed: the points' interval, counted as 1 seed
+    assert one.n == 1 and too_few_units(one)
+    with pytest.raises(ValueError, match="statistic"):
+        interval(Clustered((w, v), ids))
+
+
+def test_fewer_than_5_seeds_is_inconclusive_by_rule():
+    clear = 0.9 + 0.01 * np.array([-1.0, 1.0, 0.5, -0.5])  # far above 0.5, but 4 seeds
+    v = GE.judge(0.9, samples=clear)
+    assert v.status == "inconclusive" and v.interval[0] > 0.5 and v.settle >= MIN_UNITS == 5
+    assert GE.judge(0.1, samples=clear - 0.8).status == "inconclusive"  # a clear failure too
+    assert GE.judge(0.9, samples=np.r_[clear, 0.9]).status == "held"  # 5 seeds
+    assert GE.judge(0.9, samples=clear, min_units=0).status == "held"  # switched off
+    assert GE.judge(0.9, samples=clear, unit="test points").status == "held"  # not replicas: not counted
+    assert GE.judge(0.9, samples=clear, unit="seeds, certified to attacked").status == "inconclusive"
+    v, ids = _clustered_data(G=3, m=100)
+    c = GE.judge(9.0, samples=Clustered(v + 9, ids), unit="test points")  # 300 points, 3 seeds
+    assert c.status == "inconclusive" and c.n == 3 and c.settle == 5
+    assert units_to_settle((0.5, None), 0.9, Interval(0.9, 0.9, 3, "nets")) == 5  # zero width, still 3 nets
 
 
 def test_paired_samples_give_the_interval_of_the_paired_difference():
@@ -44,8 +139,6 @@ def test_not_converged_is_unverified_whatever_the_value():
 
 
 def test_every_threshold_kind_decides_on_the_whole_interval():
-    from featlab.runs.uncertainty import Interval
-
     iv = Interval(0.4, 0.6, 10, "seeds")
     assert decide(AtMost(hi=0.7).bounds(None), False, 0.5, iv) == "held"
     assert decide(AtMost(hi=0.5).bounds(None), False, 0.5, iv) == "inconclusive"
@@ -74,7 +167,8 @@ def test_tensors_are_accepted_as_samples(n):
     import torch
 
     v = GE.judge(0.7, samples=torch.full((n,), 0.75))
-    assert v.status == "held" and v.interval == (0.75, 0.75)
+    assert v.interval == (0.75, 0.75)  # not 0/1: t's spread is 0
+    assert v.status == ("held" if n >= MIN_UNITS else "inconclusive")  # 2 seeds: inconclusive by rule
 
 
 def test_a_statistic_with_an_axis_parameter_is_applied_to_every_resample_at_once():

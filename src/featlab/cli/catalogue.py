@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from ..errors import ConfigError
-from ..report.tables import assumption_rows, claims_markdown, declared_claims_rows
+from ..report.tables import KIND_NAMES, assumption_rows, claims_markdown, declared_claims_rows, rival_plan
 from ..runs.registry import Experiment, get_experiment, list_experiments, paper_results, papers
 from ..runs.threshold_log import changelog_markdown, load_log
 from ..text import fmt_value, table
@@ -54,8 +54,9 @@ def cmd_list(a: argparse.Namespace) -> int:
 def cmd_claims(a: argparse.Namespace) -> int:
     exps = [e.listed(a.preset) for e in ([get_experiment(a.id)] if a.id else list_experiments())]
     if a.json:
-        dump_json([{"experiment": e.id, "id": c.id, "kind": c.kind, "statement": c.statement, "source": c.source,
-                    "threshold": c.threshold.to_dict(), "why": c.why, "exact": c.exact or None,
+        dump_json([{"experiment": e.id, "id": c.id, "kind": KIND_NAMES[c.kind], "statement": c.statement,
+                    "source": c.source, "threshold": c.threshold.to_dict(), "why": c.why, "exact": c.exact or None,
+                    "rivals": rival_plan(e, c.id) if c.kind == "claim" else [],
                     "controls": [{"name": k.name, "kind": k.kind, "overrides": k.overrides, "why": k.why,
                                   "premise": k.premise or None, "trained": list(k.trained) or None}
                                  for k in e.controls if c.id in k.targets(e.claims)],
@@ -70,19 +71,28 @@ def cmd_claims(a: argparse.Namespace) -> int:
     if a.markdown:
         print(claims_markdown(exps, papers(), {k: paper_results(k) for k in papers()}))
         return 0
-    header = ["experiment", "id", "statement", "paper", "threshold", "why", "mechanism control"]
+    header = ["experiment", "id", "statement", "paper", "threshold", "why", "rivals that must fail it"]
     widths = [18, 24, 34, 12, 20, 36, 18]
     rows, checks = declared_claims_rows(exps), declared_claims_rows(exps, "check")
+    premises = declared_claims_rows(exps, "premise")
     print(table(rows, header, widths))
     bare = sum(r[-1] == "none" for r in rows)
-    print(f"\n{len(rows)} claims in {len(exps)} experiment{'s' if len(exps) != 1 else ''}"
-          + (f"; {bare} with no mechanism control (not counted as results until one targets them)." if bare
-             else "; each targeted by a mechanism control."))
+    print(f"\n{len(rows)} mechanism claims in {len(exps)} experiment{'s' if len(exps) != 1 else ''}: each is counted "
+          "only where it holds for the paper's net and fails for every trained rival that must fail it"
+          + (f"; {bare} with no rival (a premise until one is declared)." if bare else "."))
+    ex = [[e.id, c.id, k["name"], k["exempt"] or "(no reason written yet)"] for e in exps for c in e.claims
+          if c.kind == "claim" for k in rival_plan(e, c.id) if not k["must_fail"]]
+    if ex:
+        print("\nExemptions (a rival that need not fail a claim, and the paper's reason):\n")
+        print(table(ex, ["experiment", "claim", "rival", "why it is exempt"], [18, 26, 20, 70]))
     ctl = [[e.id, k.name, k.premise, ", ".join(k.trained), ", ".join(k.targets(e.claims))]
            for e in exps for k in e.controls if k.kind == "mechanism"]
     if ctl:
-        print("\nMechanism controls (the net stays trained; the premise or mechanism below is removed):\n")
-        print(table(ctl, ["experiment", "control", "removes", "trained", "must defeat"], [18, 16, 50, 18, 40]))
+        print("\nRivals (a net trained as well by another mechanism: the premise below is removed):\n")
+        print(table(ctl, ["experiment", "rival", "removes", "trained", "must fail"], [18, 16, 50, 18, 40]))
+    if premises:
+        print("\nPremises (what the paper's net must satisfy; a trained rival satisfies them too; not counted):\n")
+        print(table(premises, header, widths))
     regime = [r for e in exps for r in assumption_rows(e)]
     if regime:
         print("\nAssumptions of the theorems, met (✓) or broken on purpose (✗) by each preset:\n")

@@ -63,7 +63,8 @@ def render_block(exp_id: str, preset: str, rec: RunRecord | None) -> str:
                 if any(is_check(c) for c in rec.claims) else "."), "",
              "| claim | statement | measured | 95% interval | threshold | verdict |", "|---|---|---|---|---|---|"]
     for c in sorted(rec.claims, key=lambda c: (is_check(c), is_uncontrolled(c))):
-        tag = " (check)" if is_check(c) else " (no mechanism control: not counted)" if is_uncontrolled(c) else ""
+        tag = (" (measurement, no verdict)" if c.get("kind") == "measurement" else " (check)" if is_check(c)
+               else f" ({c.get('role') or 'no rival'}: not counted)" if is_uncontrolled(c) else "")
         found = diagnosis_of(exp_id, c["id"], preset) if status(c) in ("failed", "inconclusive") else None
         verdict = verdict_text(c) + (f" — diagnosis: {found.text()}" if found else "")
         lines.append(f"| `{c['id']}`{tag} | {_esc(c['statement'])} | {_esc(fmt_value(c['measured']))} | "

@@ -13,6 +13,7 @@ from .._version import __version__
 from ..text import fmt_value
 from ..utils import atomic_write
 from .summary import ExpView, PaperView, Report, RunView
+from .tables import matrix_rows
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;max-width:1180px;
@@ -113,7 +114,9 @@ def _claims(rv: RunView) -> str:
     with_stable = any(c.stable for c in rv.claims)  # a stability table of this run exists
     rows = []
     for c in rv.claims:
-        tag = {"check": "check, not counted", "uncontrolled": "no mechanism control, not counted"}.get(c.kind)
+        tag = {"check": "check, not counted",
+               "measurement": "measurement, no verdict",
+               "uncontrolled": "not counted: premise or unsettled"}.get(c.kind)
         row = [f"<code>{_e(c.id)}</code>" + (f" <span class='muted'>{tag}</span>" if tag else ""), _e(c.statement),
                _e(c.source)]
         row += [_e(fmt_value(c.paper_value))] if with_paper else []
@@ -127,7 +130,14 @@ def _claims(rv: RunView) -> str:
         rows.append(row)
     header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "95% interval",
               "threshold", "verdict", *(["stable under"] if with_stable else [])]
-    return _table(header + (["control"] if with_ctl else []), rows, {3, 4} if with_paper else {3})
+    out = _table(header + (["control"] if with_ctl else []), rows, {3, 4} if with_paper else {3})
+    matrix = matrix_rows(rv.rec)
+    if matrix:  # claim × rival: counted only where every rival that must fail a claim fails it
+        out += ("<p class='muted'>Discrimination matrix: each claim on the paper's net and on every rival net. "
+                "<b>mechanism</b>: fails for every rival that must fail it (counted); <b>premise</b>: holds for a "
+                "rival too; <b>unsettled</b>: a rival missing, inconclusive or untrained.</p>"
+                + _table(matrix[0], [[_e(x) for x in r] for r in matrix[1]]))
+    return out
 
 
 def _assumptions(s: dict) -> str:

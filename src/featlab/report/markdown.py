@@ -17,6 +17,7 @@ from .._version import __version__
 from ..text import fmt_value
 from ..utils import atomic_write
 from .summary import ExpView, Report, RunView
+from .tables import matrix_rows
 
 
 def _t(v) -> str:
@@ -75,7 +76,9 @@ def _claims(rv: RunView) -> list[str]:
     with_stable = any(c.stable for c in rv.claims)  # a stability table of this run exists
     rows = []
     for c in rv.claims:
-        tag = {"check": " (check, not counted)", "uncontrolled": " (no mechanism control, not counted)"}.get(c.kind, "")
+        tag = {"check": " (check, not counted)",
+               "measurement": " (measurement, no verdict)",
+               "uncontrolled": " (not counted: premise or unsettled)"}.get(c.kind, "")
         row = [_code(c.id) + tag, _t(c.statement), _t(c.source)]
         row += [_t(fmt_value(c.paper_value))] if with_paper else []
         mark = {"held": "✓ holds", "failed": "✗ fails", "unverified": "∼ unverified"}.get(c.status, "? " + c.verdict)
@@ -88,7 +91,14 @@ def _claims(rv: RunView) -> list[str]:
         rows.append(row)
     header = ["id", "claim", "paper ref", *(["paper's value"] if with_paper else []), "measured", "95% interval",
               "threshold", "verdict", *(["stable under"] if with_stable else [])]
-    return _table(header + (["control"] if with_ctl else []), rows)
+    out = _table(header + (["control"] if with_ctl else []), rows)
+    matrix = matrix_rows(rv.rec)
+    if matrix:
+        out += ["Discrimination matrix: each claim on the paper's net and on every rival net (trained as well, by "
+                "another mechanism). A claim is counted (**mechanism**) only when it fails for every rival that "
+                "must fail it; one that holds for such a rival is a **premise**; **unsettled**: a rival is missing, "
+                "inconclusive or untrained.", "", *_table(matrix[0], [[_t(x) for x in r] for r in matrix[1]])]
+    return out
 
 
 def _run(ev: ExpView, rv: RunView, figs: _Figures) -> list[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..runs.discrimination import rivals_for
 from ..runs.index import Runs, config_diff, find_runs
 from ..runs.record import STATUSES, RunRecord, counts_text, is_uncontrolled, status, status_counts
 from ..runs.registry import list_experiments, papers
@@ -134,24 +135,6 @@ def not_run_reason(exp, recorded: dict[str, str]) -> str:
     return f"no run under this folder: featlab run {exp.id}"
 
 
-def _matches(ctl: RunRecord, main: RunRecord) -> bool:
-    """A control run belongs to a main run when their configs agree outside the control's own overrides."""
-    changed = set((ctl.summary["control"] or {}).get("overrides", {}))
-    a, b = ctl.summary.get("config") or {}, main.summary.get("config") or {}
-    return all(a.get(k) == b.get(k) for k in set(a) | set(b) if k not in changed)
-
-
-def _controls_for(main: RunRecord, controls: list[RunRecord]) -> list[RunRecord]:
-    """The newest control run of each control name that matches the main run's settings."""
-    seen, out = set(), []
-    for c in controls:  # newest first
-        name = (c.summary["control"] or {}).get("name", "?")
-        if name not in seen and c.ok and _matches(c, main):
-            seen.add(name)
-            out.append(c)
-    return out
-
-
 def provenance(rec: RunRecord) -> dict[str, str]:
     """What the run record says about where and how it ran (fields older records lack are left out)."""
     s = rec.summary
@@ -169,7 +152,7 @@ def provenance(rec: RunRecord) -> dict[str, str]:
 
 
 def run_view(rec: RunRecord, controls: Sequence[RunRecord] = ()) -> RunView:
-    ctl_runs = _controls_for(rec, list(controls))
+    ctl_runs = rivals_for(rec, list(controls))
     stable = stable_under(rec.dir.parent.parent, rec.experiment, rec.dir.name)
     rows = []
     for c in rec.claims:

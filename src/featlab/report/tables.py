@@ -23,6 +23,8 @@ def interval_text(c: dict[str, Any]) -> str:
 def verdict_text(c: dict[str, Any]) -> str:
     """held / FAILED / inconclusive (with the units that would settle it) / unverified."""
     s = status(c)
+    if c.get("kind") == "measurement":  # the paper gives no number: no verdict
+        return "reported (no verdict: the paper gives no number)"
     if s == "failed":
         return "FAILED"
     if s == "inconclusive" and c.get("settle"):
@@ -84,9 +86,23 @@ def mechanism_controls(exp, claim_id: str) -> list:
     return [k for k in exp.controls if k.kind == "mechanism" and claim_id in k.targets(exp.claims)]
 
 
+def rival_plan(exp, claim_id: str) -> list[dict[str, Any]]:
+    """Per rival (mechanism control) of ``exp``: whether it must fail the claim, else the paper's reason it is exempt
+    ('' where none is written yet)."""
+    out = []
+    for k in exp.controls:
+        if k.kind == "mechanism":
+            must = claim_id in k.targets(exp.claims)
+            out.append({"name": k.name, "must_fail": must, **({} if must else {"exempt": k.exempt.get(claim_id, "")})})
+    return out
+
+
+KIND_NAMES = {"claim": "mechanism claim", "premise": "premise", "check": "check", "measurement": "measurement"}
+
+
 def declared_claims_rows(experiments, kind: str = "claim") -> list[list[str]]:
-    """One row per declared claim of this kind ("claim" or "check"): experiment, id, statement, source, threshold
-    (as declared), why, and the mechanism controls that target it ('none' when only sanity controls do)."""
+    """One row per declared claim of this kind ("claim", "premise" or "check"): experiment, id, statement, source,
+    threshold (as declared), why, and the rivals that must fail it ('none' when no rival must)."""
     return [[e.id, c.id, c.statement, c.source, c.threshold.text(), c.why,
              ", ".join(k.name for k in mechanism_controls(e, c.id)) or "none"]
             for e in experiments for c in e.claims if c.kind == kind]
@@ -163,3 +179,33 @@ def diagnosis_of(experiment_id: str, claim_id: str, preset: str | None) -> Diagn
     except UnknownExperimentError:  # an experiment of another featlab version, or unregistered: nothing to say
         return None
     return diagnosis_for(next((c for c in exp.claims if c.id == claim_id), None), preset)
+
+
+_SHORT = {"held": "✓ holds", "failed": "✗ fails", "inconclusive": "? inconclusive", "unverified": "∼ unverified",
+          "exempt": "exempt", "not run": "not run", "rival untrained": "rival untrained"}
+
+
+def matrix_rows(rec) -> tuple[list[str], list[list[str]]] | None:
+    """The discrimination matrix of a paper-net run (runs/discrimination.py): claim × rival, the claim's role, and
+    a first row with each rival's trained metrics; None when the run's claims carry no rival cells."""
+    claims = [c for c in rec.claims if c.get("rivals")]
+    if not claims:
+        return None
+    names = [x["rival"] for x in claims[0]["rivals"]]
+    ran = {r.get("name"): r for r in rec.summary.get("rivals") or []}
+
+    def net(name: str) -> str:
+        r = ran.get(name)
+        if r is None:
+            return "not run"
+        acc = ", ".join(f"{k} {v:.3g}" if isinstance(v, (int, float)) else f"{k} {v}"
+                        for k, v in (r.get("trained") or {}).items())
+        return f"{acc} ({r.get('preset')})" + (f" — untrained: {r['untrained']}" if r.get("untrained") else "")
+
+    header = ["claim", "role", "paper's net", *names]
+    rows = [["(the net)", "", "", *[net(n) for n in names]]]
+    for c in claims:
+        cells = {x["rival"]: x for x in c["rivals"]}
+        rows.append([c.get("id", "?"), c.get("role", ""), _SHORT.get(c.get("status", ""), c.get("status", "")),
+                     *[_SHORT.get(cells[n]["state"], cells[n]["state"]) if n in cells else "" for n in names]])
+    return header, rows

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .diagnosis import Diagnosis
-from .uncertainty import HELD, INCONCLUSIVE, Samples, decide, interval, units_to_settle
+from .uncertainty import HELD, INCONCLUSIVE, MIN_UNITS, Samples, decide, interval, units_to_settle
 
 
 def _num(v: float) -> str:
@@ -152,6 +152,11 @@ class Claim:
 
     ``kind="check"``: a statement that holds by construction or only tests the data generator or a hand-built model.
     It is judged and shown like a claim, but listed apart and never counted among the claims that hold.
+    ``kind="measurement"``: a quantity the paper states with no number (o(1), "small", no constant): reported with
+    its interval and no verdict (the threshold stays as the reading it would be judged by, shown, never decisive).
+    ``kind="premise"``: what the paper's net must satisfy for the mechanism claims to mean anything (clean accuracy,
+    training converged); a trained rival satisfies it too, so it is shown and never counted. A "claim" is counted
+    only where the rival nets show it discriminates (runs/discrimination.py).
 
     ``exact``: why the claim is judged without a sampling interval (it quantifies over every unit of the run, e.g.
     "every neuron of every seed"); a claim judged without samples must say so, a claim with samples leaves it empty.
@@ -162,16 +167,17 @@ class Claim:
     source: str  # the paper's reference, e.g. "Thm 4.5 (2)"
     threshold: Threshold
     why: str = ""  # where the threshold comes from
-    kind: Literal["claim", "check"] = "claim"
+    kind: Literal["claim", "premise", "check", "measurement"] = "claim"
     exact: str = ""
     diagnoses: tuple[Diagnosis, ...] = ()  # why it fails where it does, from evidence run (runs/diagnosis.py)
 
     def judge(self, measured: float | str, *, scale: float | None = None, paper_value: float | None = None,
               config: dict[str, Any] | None = None, samples: Samples | None = None,
               statistic: Callable[..., float] | None = None, unit: str = "seeds",
-              converged: bool | None = None) -> Verdict:
+              converged: bool | None = None, min_units: int = MIN_UNITS) -> Verdict:
         """The verdict on ``measured``: with ``samples`` (per-unit values; a tuple of arrays for paired ones, reduced
-        by ``statistic``, default the mean) by its 95 % bootstrap interval (see runs/uncertainty.py); without, on the
+        by ``statistic``, default the mean; a ``Clustered`` sample for points pooled over seeds) by its 95 %
+        interval (see runs/uncertainty.py; fewer than ``min_units`` seeds: inconclusive by rule); without, on the
         value alone. ``converged=False`` (the search the measurement rests on did not converge): unverified."""
         if isinstance(measured, (int, float)) and not isinstance(measured, bool):
             measured = float(measured)
@@ -184,8 +190,9 @@ class Claim:
         iv = interval(samples, statistic, unit=unit) if samples is not None else None
         value = measured if isinstance(measured, float) else math.nan
         bounds = self.threshold.bounds(scale)
-        status = decide(bounds, self.threshold.strict, value, iv, converged)
-        settle = units_to_settle(bounds, value, iv) if status == INCONCLUSIVE and iv is not None else None
+        status = decide(bounds, self.threshold.strict, value, iv, converged, min_units=min_units)
+        settle = (units_to_settle(bounds, value, iv, min_units=min_units) if status == INCONCLUSIVE and iv is not None
+                  else None)
         return Verdict(self.id, statement, self.source, measured, text, status == HELD, paper_value, self.kind,
                        status=status, interval=(iv.lo, iv.hi) if iv else None, n=iv.n if iv else None,
                        unit=iv.unit if iv else "", settle=settle)
@@ -246,6 +253,7 @@ class Control:
     trained: tuple[str, ...] = ()  # summary metrics that show the net trained (compared with the claim's own run)
     margin: float = 0.05  # how far below the claim's own run a ``trained`` metric may fall
     tiny: dict[str, Any] = field(default_factory=dict)  # smaller sizes with the same code paths (the device check)
+    exempt: dict[str, str] = field(default_factory=dict)  # claim id -> the paper's reason this rival need not fail it
 
     def __post_init__(self):
         if bool(self.premise) != bool(self.trained):
@@ -257,13 +265,18 @@ class Control:
         return "mechanism" if self.premise else "sanity"
 
     def targets(self, declared: list[Claim]) -> list[str]:
-        return list(self.claims) if self.claims else [c.id for c in declared]
+        """The claims this setting must defeat: those named, else every claim of kind "claim" it does not exempt."""
+        if self.claims:
+            return list(self.claims)
+        return [c.id for c in declared if c.kind == "claim" and c.id not in self.exempt]
 
     def to_dict(self, declared: list[Claim]) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "overrides": dict(self.overrides), "why": self.why,
                "claims": self.targets(declared)}
         if self.premise:
             out.update(premise=self.premise, trained=list(self.trained), margin=self.margin)
+            out["exempt"] = {c.id: self.exempt.get(c.id, "") for c in declared
+                             if c.kind == "claim" and c.id not in out["claims"]}
         return out
 
 

@@ -30,7 +30,8 @@ class RunContext:
     dir: Path
     quiet: bool = False
     declared: list[Claim] = field(default_factory=list)  # the experiment's claims, judged by ctx.claim
-    judged: set[str] | None = None  # under a control: the claims it targets (the others are not recorded)
+    judged: set[str] | None = None  # under a sanity control: the claims it targets (the others are not recorded)
+    control: str = ""  # the control's name under any control (a rival judges every claim: judged stays None)
     metrics: dict[str, float] = field(default_factory=dict)
     claims: list[Verdict] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)
@@ -54,8 +55,8 @@ class RunContext:
 
     @property
     def is_control(self) -> bool:
-        """Whether this run is a control setting (it judges only the claims the control targets)."""
-        return self.judged is not None
+        """Whether this run is a control setting (a rival judges every claim; a sanity control only its targets)."""
+        return bool(self.control) or self.judged is not None
 
     def judges(self, *claim_ids: str) -> bool:
         """Whether any of these claims is judged in this run: all are, except under a control that targets others

@@ -87,7 +87,27 @@ def find_runs(out: str | Path) -> Runs:
             found.problems.append((str(d), str(e)))
     found.records.sort(key=lambda r: r.finished_at, reverse=True)
     found.sweep_points = _sweep_points(out)
+    _annotate_roles(found)
     return found
+
+
+def _annotate_roles(found: Runs) -> None:
+    """Every paper-net run gets its claims' roles from the rival runs beside it (runs/discrimination.py)."""
+    from .discrimination import annotate
+    from .registry import get_experiment
+
+    by_exp: dict[str, list[RunRecord]] = {}
+    for r in found.records:
+        by_exp.setdefault(r.experiment, []).append(r)
+    for exp_id, recs in by_exp.items():
+        try:
+            exp = get_experiment(exp_id)
+        except FeatlabError:  # a run of an experiment this install does not have: shown as recorded
+            continue
+        controls = [r for r in recs if r.is_control]
+        for r in recs:
+            if not r.is_control:
+                annotate(r, controls, exp)
 
 
 def resolve(target: str, out: str | Path, *, any_run: bool = False,

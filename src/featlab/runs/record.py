@@ -43,13 +43,30 @@ _CLAIM_TYPES: dict[str, tuple[type, ...]] = {
 
 def is_check(claim: dict[str, Any]) -> bool:
     """A check (holds by construction, or tests the generator): judged and shown, never counted as a claim."""
-    return claim.get("kind") == "check"
+    return claim.get("kind") in ("check", "measurement")  # a measurement: reported with its interval, no verdict
 
 
 def is_uncontrolled(claim: dict[str, Any]) -> bool:
-    """A claim no mechanism control targets (only sanity ones): judged and shown, not counted among the results
-    until a control that keeps the net trained and removes the mechanism shows it can fail for the paper's reason."""
-    return not is_check(claim) and claim.get("controlled") is False
+    """A claim not counted among the results though not a check: a declared premise; a claim the rival runs show is
+    a premise (it holds for a rival too) or leave unsettled (runs/discrimination.py sets ``role`` where rival runs
+    were read with it); in a record read alone, a claim no mechanism control targets at all."""
+    if is_check(claim):
+        return False
+    if claim.get("kind") == "premise":
+        return True
+    if "role" in claim:
+        return claim["role"] != "mechanism"
+    return claim.get("controlled") is False
+
+
+def role_text(claim: dict[str, Any]) -> str:
+    """'mechanism claim' / 'premise' / 'unsettled' / 'check' / '' (a record read without its rival runs)."""
+    if is_check(claim):
+        return "check"
+    if claim.get("kind") == "premise":
+        return "premise"
+    return {"mechanism": "mechanism claim", "premise": "premise", "unsettled": "unsettled"}.get(claim.get("role", ""),
+                                                                                              "")
 
 
 def is_counted(claim: dict[str, Any]) -> bool:

@@ -197,8 +197,9 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
     try:
         writer.write_config(cfg.to_yaml())
         ctl = exp.control(None if control is True else control) if control else None
-        ctx = RunContext(exp.id, cfg, stage, quiet=quiet, declared=exp.claims,
-                         judged=set(ctl.targets(exp.claims)) if ctl else None, run_device=device)
+        ctx = RunContext(exp.id, cfg, stage, quiet=quiet, declared=exp.claims,  # a rival judges every claim
+                         judged=set(ctl.targets(exp.claims)) if ctl and ctl.kind == "sanity" else None,
+                         control=ctl.name if ctl else "", run_device=device)
         t0 = time.perf_counter()
         oom = ""
         try:

@@ -25,6 +25,7 @@ from ...nn.twolayer import sign_prediction
 from ...placement import to_host, to_numpy
 from ...runs.claims import Assumption, AtLeast, Claim, Control
 from ...runs.registry import experiment
+from ...runs.uncertainty import Clustered
 from . import fig_regime
 from . import plots as plots_rfa
 from .common import RFABase, assumption_notes, gd_logspaced, make_dist, make_net, pattern_stats
@@ -146,7 +147,8 @@ ASSUMPTIONS_FIG2 = [
 def _fig2_train(cfg: Fig2Config, seeds, dtype, device, n: int, d: int, steps: int, name: str):
     """One regime, probed log-spaced in t (metrics ``<name>.<metric>``), with every probe's per-point correctness
     on the test and validation sets; returns (run, points) with points = {"test": {step: (E, N)}, "val": ...,
-    "opt": (E, N) correctness of the optimal ỹ, "noisy_fit": fitted noisy training points at the end}."""
+    "opt": (E, N) correctness of the optimal ỹ, "noisy_fit": fitted noisy training points at the end,
+    "noisy_seed": the seed of each of them}."""
     dist = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype, device, d=d)
     tr, te = dist.sample(n, seeds, "train"), dist.sample(cfg.n_test, seeds, "test")
     va = dist.sample(cfg.n_test, seeds, "val")  # chooses the peak step; never judged on
@@ -169,6 +171,7 @@ def _fig2_train(cfg: Fig2Config, seeds, dtype, device, n: int, d: int, steps: in
                        desc=f"{name} GD", threads=cfg.threads)
     with torch.no_grad():
         pts["noisy_fit"] = to_host((sign_prediction(net(tr.x)) == tr.y)[tr.noisy])
+        pts["noisy_seed"] = to_host(tr.noisy.nonzero()[:, 0])  # (E, n) mask, row-major: the seed of each point
     pts["opt"] = to_host(te.y_clean == te.y)
     return res, pts
 
@@ -190,7 +193,8 @@ def _fig2_measure(ctx, cfg: Fig2Config, name: str, frame: pd.DataFrame, pts: dic
     val = np.array([[float(pts["val"][s][e].double().mean()) for s in probed] for e in range(E)])
     peak = [probed[int(np.argmax(v))] for v in val]  # first step of the best validation accuracy, per seed
     samples = {"T": _pick(pts, [t_T] * E), "peak": _pick(pts, peak), "end": _pick(pts, [t_end] * E),
-               "opt": pts["opt"].reshape(-1), "noisy_fit": pts["noisy_fit"]}
+               "opt": pts["opt"].reshape(-1), "noisy_fit": pts["noisy_fit"], "noisy_seed": pts["noisy_seed"],
+               "seed": np.repeat(np.arange(E), pts["opt"].shape[-1])}  # each pooled test point's seed
     last = g.iloc[-1]
     at_T = g.loc[t_T]
     interp = g.index[(g["train_acc"] >= 1.0)]
@@ -223,22 +227,27 @@ REGIME_CLAIMS = {"low": ("rfa.fig2_low_peak", "rfa.fig2_low_drops", "rfa.fig2_lo
 def _fig2_judge(ctx, cfg: Fig2Config, s: dict) -> None:
     opt = 1 - cfg.eta
 
-    def vs_opt(a, b):  # 1 − η + acc(net) − acc(ỹ) on the same points (exactly 1 − η when they agree everywhere)
-        return opt + float(np.mean(a - b))
+    def vs_opt(a, b, axis=-1):  # 1 − η + acc(net) − acc(ỹ) on the same points (exactly 1 − η when they agree)
+        return opt + np.mean(a - b, axis=axis)
 
-    def drop(a, b):
-        return float(np.mean(a)) - float(np.mean(b))
+    def drop(a, b, axis=-1):
+        return np.mean(a, axis=axis) - np.mean(b, axis=axis)
+
+    # the test points of a seed share its net: pooled over seeds they are resampled seed first (issue 32)
 
     for cid, reg, at in (("rfa.fig2_high_T", "high", "T"), ("rfa.fig2_low_peak", "low", "peak"),
                          ("rfa.fig2_high_benign", "high", "end")):
         if reg in s:
             pair = (to_numpy(s[reg][at], float), to_numpy(s[reg]["opt"], float))
-            ctx.claim(cid, vs_opt(*pair), scale=opt, samples=pair, statistic=vs_opt, unit="test points")
+            ctx.claim(cid, float(vs_opt(*pair)), scale=opt, samples=Clustered(pair, s[reg]["seed"]),
+                      statistic=vs_opt, unit="test points")
     if "low" in s:
         pair = (to_numpy(s["low"]["peak"], float), to_numpy(s["low"]["end"], float))
-        ctx.claim("rfa.fig2_low_drops", drop(*pair), samples=pair, statistic=drop, unit="test points")
+        ctx.claim("rfa.fig2_low_drops", float(drop(*pair)), samples=Clustered(pair, s["low"]["seed"]),
+                  statistic=drop, unit="test points")
         fit = s["low"]["noisy_fit"].double()
-        ctx.claim("rfa.fig2_low_fits", float(fit.mean()), samples=fit, unit="noisy training points")
+        ctx.claim("rfa.fig2_low_fits", float(fit.mean()), samples=Clustered(fit, s["low"]["noisy_seed"]),
+                  unit="noisy training points")
     if "high" in s:
         ctx.claim("rfa.fig2_high_interpolates", ctx.metrics["high.train_acc@end_worst_seed"])
 

@@ -13,6 +13,7 @@ from pydantic import Field
 from ...nn.twolayer import sign_prediction
 from ...runs.claims import AtLeast, Claim, Control
 from ...runs.registry import experiment
+from ...runs.uncertainty import Clustered
 from . import fig_regime, lemmas
 from . import plots as plots_rfa
 from .common import RFAConfig, assumption_notes, gd, make_dist, make_net, pattern_probe, pattern_stats, test_errors
@@ -145,8 +146,10 @@ def rfa_fig1(ctx) -> None:
         _fig1_draw(ctx, cfg, out, net, tr)
     ctx.claim("rfa.fig1_pattern", float(out["st"]["pattern_exact"].min()))
     b = lemmas.appd_bound(cfg.sigma_for(cfg.d), cfg.law)  # App. D eq. (56)
-    agree = out["agree_pts"].reshape(-1).double()
-    ctx.claim("rfa.fig1_fstar", float(agree.mean()), scale=1 - 2 * b, samples=agree, unit="test points")
+    agree = out["agree_pts"].double()  # (E, n_test): a seed's points share its net, resampled seed first (issue 32)
+    seed = torch.arange(agree.shape[0]).repeat_interleave(agree.shape[1])
+    ctx.claim("rfa.fig1_fstar", float(agree.mean()), scale=1 - 2 * b, samples=Clustered(agree.reshape(-1), seed),
+              unit="test points")
 
 
 from .fig_overfit import Fig2Config, rfa_fig2  # noqa: E402,F401  (registers rfa-fig2 after rfa-fig1)

@@ -24,9 +24,10 @@ CONVERGED = 0.01  # the convergence check's largest drop of robust accuracy (acc
 
 CLAIMS = [
     Claim("fa.binary_clean", "binary net: clean test accuracy", "Thm 4.5 (1)", AtLeast(lo=0.99),
-          why="the theorem gives clean accuracy 1 − exp(−Ω(log² d))"),
+          why="the theorem gives clean accuracy 1 − exp(−Ω(log² d))", kind="premise"),
     Claim("fa.kclass_clean", "{k}-class net, binary read-out: clean test accuracy", "Thm 4.7 (1)",
-          AtLeast(lo=0.99), why="the theorem gives clean accuracy 1 − exp(−Ω(log² d)) for the binary read-out"),
+          AtLeast(lo=0.99), why="the theorem gives clean accuracy 1 − exp(−Ω(log² d)) for the binary read-out",
+          kind="premise"),
     Claim("fa.binary_in_class", "binary net averages: in-class cos(μ_j, w) ≈ that of Σ_{J_s}μ_j", "Thm 4.5 (2)",
           Within(lo=0.85, hi=1.05, of="cos(μ_j, Σ_{J_s}μ_j)"),
           why="w ≈ λΣ_{J_s}μ_j/d up to o(d^−1/2); at d = 3072 each neuron's noise part (≈ 13 % of its norm, "
@@ -54,7 +55,9 @@ CLAIMS = [
           why="the lemma gives Δq ≤ ε(k) → 0 with no finite-k constant (its proof's 65ε is ≈ 4·10³ at d = 3072, "
               "vacuous). Its use (eq. 6) is that every training point's loss derivative ℓ'_i ≈ e^{−q_i} pulls equally: "
               "Δq ≤ ln 2 keeps every ratio ℓ'_j/ℓ'_i within a factor 2, the loosest reading in which the margins "
-              "are still balanced rather than merely of the same order. Fixed from that reading, not from a run",
+              "are still balanced rather than merely of the same order. A measurement, not a verdict (issue 32): "
+              "the paper gives no finite-k number, and ln 2 was registered 0.012 above the 0.681 then measured",
+          kind="measurement",
           exact="a 'for all' over every pair of training points, every probed step of both binary runs and every "
                 "seed of the run"),
     Claim("fa.lambda_log", "binary net's in-class coefficients grow like log(ηt) on a longer run (η = {long_eta}, "
@@ -71,7 +74,8 @@ CLAIMS = [
           "sup, so the averaged network decides those predictions. Fixed from that reading, not from a run. Judged "
           "on the proof's bound U = Σ_s (1/m) Σ_r (√d‖w_{s,r} − λv_s‖ + |b_{s,r}|) ≥ the sup (binary.thm46_bound), "
           "the side hardest to pass; the gradient-ascent lower estimate (binary.thm46_relative) is reported beside "
-          "it, and estimate ≤ U is a test"),
+          "it, and estimate ≤ U is a test. A measurement, not a verdict (issue 32): the bar was moved from 0.2 to "
+          "0.5 after 0.175 was measured, and the paper gives no number to restore", kind="measurement"),
     Claim("fa.binary_breaks", "binary net's robust accuracy (exact: certified = attacked) falls below 50% "
           "near √(d/k)", "Thm 4.5 (3)",
           Within(lo=0.6, hi=1.4, of="√(d/k)"),
@@ -85,6 +89,10 @@ CLAIMS = [
 ]
 
 AVERAGING = ("fa.binary_in_class", "fa.thm46", "fa.lemma53_balanced")
+# the rivals that change the binary net's start leave the k-class net as the paper trains it
+_KCLASS_NET = {c: "the rival changes the binary net's initialisation only; the k-class net is trained as in the paper "
+               "(Thm 4.7 is about that net, and must hold there)"
+               for c in ("fa.kclass_diag", "fa.kclass_offdiag", "fa.kclass_holds")}
 CONTROLS = [
     # Not fa.lambda_log nor fa.lemma53_balanced: they read the longer run, skipped here (long_T = 0) — training it
     # would make this sanity control the suite's longest; their mechanism controls are below.
@@ -95,22 +103,24 @@ CONTROLS = [
             "σ_w = σ_b = 1e-3 (Fig 7's large init): the nets still classify, but GD starts outside the small-init "
             "regime the proof of Thm 4.5 starts from (Lemmas 5.3/5.5 at t = 1, Remark 5.6), and Fig 7 shows no "
             "averaging there: the averaging claims and what follows from them must fail",
-            claims=AVERAGING, premise="small initialization, Assumption A.4: σ_w² = σ_b² ≤ ηk⁻⁵ (1e-6 against 1e-8 "
-            "here)", trained=("binary.clean_acc",)),
+            premise="small initialization, Assumption A.4: σ_w² = σ_b² ≤ ηk⁻⁵ (1e-6 against 1e-8 here)",
+            trained=("binary.clean_acc", "multiclass.clean_acc")),  # both nets start large: it must fail every claim
     Control("decoupled-init", {"init": "decoupled"},
             "the binary net starts at Thm D.3's robust decoupled network (each neuron one centre of its class, bias "
             "−αd/2) plus the small init: it classifies from step 0 and GD keeps it there, so the binary labels and "
             "training are the paper's but GD never starts near 0 and never averages. The binary claims that follow "
             "from the small-init dynamics must fail",
-            claims=("fa.binary_in_class", "fa.lemma55_all_active", "fa.lemma53_balanced", "fa.thm46",
-                    "fa.binary_breaks"),
+            exempt=_KCLASS_NET,
             premise="GD from a small init (Assumption A.4; the proof of Thm 4.5 starts at w ≈ 0, Remark 5.6)",
             trained=("binary.clean_acc",)),
     Control("shuffled-fine-labels", {"labels": "shuffled-in-class"},
             "each training point's fine label re-assigned to a random cluster of its own coarse class: the labels "
             "still give the binary label (the binary read-out still classifies), but no longer name the cluster, "
             "so there is nothing to decouple: each class's neurons see every cluster of their class",
-            claims=("fa.kclass_diag", "fa.kclass_offdiag", "fa.kclass_holds"),
+            exempt={c: "the rival changes the fine labels only: the binary net and its labels are the paper's (Thm "
+                    "4.5 is about that net)"
+                    for c in ("fa.binary_in_class", "fa.binary_off_class", "fa.lemma55_all_active",
+                              "fa.lemma53_balanced", "fa.lambda_log", "fa.thm46", "fa.binary_breaks")},
             premise="fine-grained labels that name the point's cluster (§4.2: ỹ_i = c(i))",
             trained=("multiclass.clean_acc",)),
     Control("random-labels", {"labels": "random", "eta": 0.05, "T": 200, "h": 5},
@@ -118,9 +128,8 @@ CONTROLS = [
             "their training labels, which carry no information on a test point's class. η = 0.05, T = 200 and h = 5 "
             "neurons per class so that both nets fit random labels (at the paper's η = 1e-3, T = 100, h = 1 they "
             "reach 0.70 / 0.49 training accuracy); the claims' premise, not their training, is what is removed",
-            claims=("fa.binary_clean", "fa.kclass_clean", "fa.binary_off_class", "fa.lambda_log"),
-            premise="labels that are a function of the cluster (Def 3.1: y = +1 iff j ∈ J+)",
-            trained=("binary.train_acc", "multiclass.train_acc_kclass")),
+            claims=("fa.binary_clean", "fa.kclass_clean", "fa.binary_off_class", "fa.lambda_log")),
+    # a sanity control, not a rival: it also changes η, T and the width, so its verdicts cannot tell the mechanism
 ]
 ASSUMPTIONS = assumptions.synthetic(theory=True)  # with the theory preset's premises
 

@@ -110,7 +110,8 @@ CLAIMS = [
               "Mixup's stay Θ(1/k²); Δ_y = 8 log k is the claim's original setting, kept although the two bounds "
               "(k^{1−0.8} vs 1/k²) do not yet separate there; an order of magnitude = 0.1",
           exact="a bound for every class y (the worst one) of one exactly evaluated gradient of the full-batch "
-                "objectives at a fixed model: no sampled unit"),
+                "objectives at a fixed model: no sampled unit",
+          kind="check"),  # issue 32: measured on a hand-built model (a fixed model, not a trained one): a check
 ]
 
 

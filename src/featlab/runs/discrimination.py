@@ -1,0 +1,138 @@
+"""Which claims discriminate: every claim judged on the paper's net and on each rival net, and its role from that.
+
+A **rival** is an experiment's mechanism control (``Control`` with a ``premise``): a net trained to the same clean
+(or training) accuracy by a different mechanism — a large init, GD from the decoupled solution, fine labels shuffled
+within their coarse class, ERM in place of Midpoint Mixup. A rival run judges every claim of the experiment. A rival
+*must fail* the claims it targets (``Control.targets``); a claim it does not target is exempt there, with the
+paper's reason (``Control.exempt``).
+
+The role of a claim of kind "claim" in a run, given the rival runs that match it (same settings outside the rival's
+own overrides; :func:`rivals_for`):
+
+* **mechanism**: it holds or fails on the paper's net, and it **fails** on every rival that must fail it and whose
+  net trained (each ``trained`` metric within the rival's margin of the paper net's own): the measurement can tell
+  the paper's mechanism from the rivals. Only these are counted in headlines.
+* **premise**: it also **holds** for a rival that must fail it (the measurement does not need the mechanism: clean
+  accuracy, convergence), or no rival must fail it at all. Shown, not counted.
+* **unsettled**: no rival holds it, but some rival that must fail it did not run, was inconclusive or unverified
+  there (more units), or did not train (a failed rival, not a defeated claim). Shown, not counted, with what is
+  missing.
+
+Kinds "premise" (declared: a premise by design, e.g. the net's clean accuracy) and "check" keep their kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .record import RunRecord, status
+
+MECHANISM, PREMISE, UNSETTLED = "mechanism", "premise", "unsettled"
+ROLES = (MECHANISM, PREMISE, UNSETTLED)
+EXEMPT, NOT_RUN, UNTRAINED = "exempt", "not run", "rival untrained"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One claim on one rival: the rival's verdict, or exempt / not run / rival untrained."""
+
+    rival: str
+    state: str  # held / failed / inconclusive / unverified / exempt / not run / rival untrained
+    measured: Any = None
+    reason: str = ""  # exempt: the paper's reason; untrained: which metric fell short
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"rival": self.rival, "state": self.state}
+        if self.measured is not None:
+            out["measured"] = self.measured
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+def matches(rival: RunRecord, main: RunRecord) -> bool:
+    """A rival (or control) run belongs to a main run when their configs agree outside the rival's own overrides."""
+    changed = set((rival.summary.get("control") or {}).get("overrides", {}))
+    a, b = rival.summary.get("config") or {}, main.summary.get("config") or {}
+    return all(a.get(k) == b.get(k) for k in set(a) | set(b) if k not in changed)
+
+
+def rivals_for(main: RunRecord, controls: list[RunRecord]) -> list[RunRecord]:
+    """The newest complete control run of each control name that matches ``main`` (``controls`` newest first)."""
+    seen, out = set(), []
+    for c in controls:
+        name = (c.summary.get("control") or {}).get("name", "?")
+        if name not in seen and c.ok and matches(c, main):
+            seen.add(name)
+            out.append(c)
+    return out
+
+
+def untrained_reason(rival: RunRecord, main: RunRecord) -> str:
+    """Why the rival's net does not count (a ``trained`` metric more than its margin below the paper net's), or ''."""
+    info = rival.summary.get("control") or {}
+    margin = float(info.get("margin", 0.05))
+    for m, value in (info.get("trained_values") or {}).items():
+        mine = (main.summary.get("metrics") or {}).get(m)
+        if not isinstance(value, (int, float)) or (isinstance(mine, (int, float)) and value < mine - margin):
+            return f"{m} = {value} against {mine} on the paper's net (margin {margin})"
+    return ""
+
+
+def cells(claim_id: str, main: RunRecord, rivals: list[RunRecord], declared: dict[str, Any]) -> list[Cell]:
+    """The claim on every mechanism rival the experiment declares (``declared``: name → Control), run or not."""
+    runs = {(r.summary.get("control") or {}).get("name"): r for r in rivals}
+    out = []
+    for name, ctl in declared.items():
+        targets = set(ctl.targets_ids)
+        if claim_id not in targets:
+            out.append(Cell(name, EXEMPT, reason=ctl.exempt.get(claim_id, "")))
+            continue
+        run = runs.get(name)
+        if run is None:
+            out.append(Cell(name, NOT_RUN))
+            continue
+        why = untrained_reason(run, main)
+        found = next((c for c in run.claims if c.get("id") == claim_id), None)
+        if why:
+            out.append(Cell(name, UNTRAINED, found.get("measured") if found else None, why))
+        elif found is None:
+            out.append(Cell(name, NOT_RUN, reason="the rival run did not judge it"))
+        else:
+            out.append(Cell(name, status(found), found.get("measured")))
+    return out
+
+
+def role(row: list[Cell]) -> str:
+    """mechanism / premise / unsettled from a claim's cells (see the module docstring)."""
+    bound = [c for c in row if c.state != EXEMPT]
+    if not bound or any(c.state == "held" for c in bound):
+        return PREMISE
+    return MECHANISM if all(c.state == "failed" for c in bound) else UNSETTLED
+
+
+def annotate(main: RunRecord, controls: list[RunRecord], exp) -> None:
+    """Give each claim of ``main`` (a paper-net run) its ``role`` and its ``rivals`` cells, in memory, from the
+    matching rival runs among ``controls``; ``main.summary["rivals"]`` lists the rivals with their nets' metrics."""
+    declared = {c.name: _Declared(c, exp) for c in exp.controls if c.kind == "mechanism"}
+    rivals = [r for r in rivals_for(main, controls) if (r.summary.get("control") or {}).get("name") in declared]
+    for claim in main.claims:
+        kind = claim.get("kind", "claim")
+        if kind != "claim":
+            continue
+        row = cells(claim.get("id", "?"), main, rivals, declared)
+        claim["role"] = role(row)
+        claim["rivals"] = [c.to_dict() for c in row]
+    main.summary["rivals"] = [
+        {"name": (r.summary.get("control") or {}).get("name"), "preset": r.summary.get("preset"),
+         "run": r.dir.name, "trained": (r.summary.get("control") or {}).get("trained_values") or {},
+         "untrained": untrained_reason(r, main)} for r in rivals]
+
+
+class _Declared:
+    """A mechanism control as the matrix reads it: its targets' ids and its exemptions."""
+
+    def __init__(self, ctl, exp):
+        self.targets_ids = tuple(ctl.targets(exp.claims))
+        self.exempt = dict(getattr(ctl, "exempt", {}) or {})
