@@ -50,7 +50,8 @@ def test_no_targeted_claim_holds_under_the_sanity_control(exp_id, name, out, tmp
 
 def test_every_claim_is_targeted_by_a_control():
     missing = [f"{e.id}: {c.id}" for e in list_experiments() for c in e.claims
-               if not any(c.id in ctl.targets(e.claims) for ctl in e.controls)]
+               if c.kind in ("claim", "check") and not any(c.id in ctl.targets(e.claims) for ctl in e.controls)]
+    # (premises hold for trained rivals by design; a measurement has no verdict to defeat)
     assert missing == []
 
 

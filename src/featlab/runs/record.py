@@ -100,7 +100,9 @@ def counts_text(claims: Iterable[dict[str, Any]]) -> str:
     held, total = claim_counts(claims)
     sc = status_counts(claims)
     rest = ", ".join(f"{sc[s]} {s}" for s in STATUSES[1:] if sc.get(s))
-    return f"{held}/{total} held" + (f" ({rest})" if rest else "")
+    roles = [c.get("role") for c in claims if not is_check(c) and c.get("kind", "claim") == "claim"]
+    apart = ", ".join(f"{roles.count(r)} {r}" for r in ("unsettled", "premise") if roles.count(r))
+    return f"{held}/{total} held" + (f" ({rest})" if rest else "") + (f"; not counted: {apart}" if apart else "")
 
 
 def check_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:

@@ -13,11 +13,9 @@ from ...runs.diagnosis import Diagnosis, with_diagnoses
 RFA_FIG2 = {
     "rfa.fig2_low_peak": Diagnosis(
         "formulation",
-        "§3 calls 85 % optimal only for the d ≫ n regime; at n ≫ d (d = 10, σ√d = 0.79 at quick and paper) the "
-        "clusters overlap and even f* = abs(x1) − abs(x2) misses clean points, so the claim's reference, the clean "
-        "label (1 − η = 0.85), is out of reach for any classifier (f* reaches 0.8466). The net's early peak is also "
-        "below f*'s 0.8466 (paper preset 0.840 [0.838, 0.841]): it does not reach even the attainable value, so the "
-        "out-of-reach reference explains only 0.0034 of the 0.010 shortfall; the rest is the net's",
+        "At n ≫ d (d = 10) the clusters overlap: no classifier reaches 1 − η = 0.85 (f* reaches 0.8466). But the "
+        "net's peak, 0.840 [0.838, 0.841] at paper, is below f*'s 0.8466 too: the unreachable reference explains "
+        "0.0034 of the 0.010 shortfall, the net the rest",
         "numpy Monte Carlo of f* at d=10, σ=d^-0.6, 2e6 points: clean error 0.00483 → 0.85 − 0.7·0.00483 = 0.8466; "
         "featlab run rfa-fig2 --preset cpu-long steps_high=3: 0.835 [0.831, 0.839]; --preset paper: 0.840 "
         "[0.838, 0.841]", presets=("quick", "paper")),

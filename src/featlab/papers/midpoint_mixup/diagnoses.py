@@ -44,10 +44,9 @@ MM_MULTIVIEW = {
     "mm.erm_one_long": _ERM_ONE,
     "mm.offdiag_b18": Diagnosis(
         "formulation",
-        "Cor B.18's O(1/k) has an unspecified constant, held to 1 at one k. The measured value follows Def 4.1's "
-        "open choice of patch positions (fixed: 5.70 at quick; positions=random: 0.18, which holds), so the verdict "
-        "is decided by that choice, not by the mechanism. Whether the ratio scales as 1/k is NOT established: "
-        "k·off/diagonal was 2.78 at k = 5 and 2.48 at k = 10, two k at one seed",
+        "Cor B.18's O(1/k) has no constant. The verdict follows Def 4.1's open patch positions (fixed: 5.70 at "
+        "quick; positions=random: 0.18, held), not the mechanism; a 1/k scaling is not established (k·off/diag "
+        "2.78 at k = 5, 2.48 at k = 10: two k, one seed)",
         f"{_B18_RUN} k=5 P=10 m=3: 2.78; k=10 P=20 m=5: 2.48; quick: 5.70, with positions=random 0.18 (held); "
         "--preset paper: 6.05",
         presets=("quick", "paper"),
