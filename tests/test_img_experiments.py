@@ -163,9 +163,10 @@ def test_fa_embeddings_on_synthetic_file(out, tmp_path):
     assert m["multiclass.diag_excess"] > m["binary.diag_excess"]
     assert m["embeddings.cos_within_class"] > m["embeddings.cos_between_class"]
     # well-separated synthetic clusters: the 10-class head decouples, the 2-class head averages in blocks
-    assert {c["id"]: c["holds"] for c in rec.claims} == {"fa.emb_kclass_decouples": True,
-                                                          "fa.emb_binary_blocks": True,
-                                                          "fa.emb_binary_averages": True}
+    # 2 seeds: each claim inconclusive by the minimum-units rule, its interval alone holding
+    assert {c["id"]: c.get("by_rule") for c in rec.claims} == {"fa.emb_kclass_decouples": "held",
+                                                                "fa.emb_binary_blocks": "held",
+                                                                "fa.emb_binary_averages": "held"}
 
 
 def test_digits_data_check_is_real():

@@ -60,7 +60,8 @@ def test_config_lists_every_field_with_type_default_preset_and_description(capsy
     fields = {f["field"]: f for f in data["fields"]}
     assert set(fields) == set(exp.config.model_fields)
     assert fields["seeds"]["type"].startswith("int >= 1") and fields["seeds"]["description"]
-    assert fields["seeds"]["preset"] == exp.presets["paper"]["seeds"] and fields["seeds"]["in_preset"]
+    assert fields["values"]["preset"] == exp.presets["paper"]["values"] and fields["values"]["in_preset"]
+    assert fields["values"]["source"].startswith("App. E.1, Fig 6") and not fields["seeds"]["in_preset"]
     assert fields["dtype"]["type"] == "float32 | float64"
     assert main(["config", "fa-nope"]) == 2
     assert main(["config", exp.id, "--preset", "nope"]) == 2
@@ -133,3 +134,4 @@ def test_list_json(capsys):
     data = json.loads(capsys.readouterr().out)
     fa = next(e for e in data if e["id"] == "fa-synthetic")
     assert {"quick", "paper"} <= set(fa["presets"]) and fa["claims"] and fa["paper"] == "feature-averaging"
+    assert fa["preset_kinds"] == {"paper": "paper", "quick": "quick", "theory": "theory"} and fa["cites"]["d"]

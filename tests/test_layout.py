@@ -238,6 +238,7 @@ def test_outside_package_registers_through_the_entry_point_group(isolated_regist
     toy = registry.get_experiment("toy-demo")
     assert toy.tiny and [(c.name, c.kind) for c in toy.controls] == [("shifted", "mechanism"),
                                                                        ("untrained", "sanity")]
+    assert registry.citation_problems(toy) == [] and toy.cites  # its paper preset cites its one value
     res, problems = check_experiment("toy-demo", out / "check", roots=(str(SRC), str(tmp_path)))  # its code too
     assert problems == [] and res.ok
     res = featlab.run("toy-demo", out=out)

@@ -177,7 +177,8 @@ def test_work_of_a_day_is_warned_not_refused(capsys):
     check_resources("fa-synthetic", cfg)
     err = capsys.readouterr().err
     assert err.startswith("featlab: warning:") and "days" in err and "'pgd_steps'" in err
-    for exp in ("fa-synthetic", "rfa-theorem1", "fa-ablation-n", "mm-multiview"):  # presets pass silently
-        for preset in ("quick", "paper"):
+    for exp, presets in (("fa-synthetic", ("quick", "paper")), ("rfa-theorem1", ("quick", "app-e")),
+                         ("fa-ablation-n", ("quick", "paper")), ("mm-multiview", ("quick", "cpu-long"))):
+        for preset in presets:  # presets pass silently
             check_resources(exp, resolve_config(exp, preset)[1])
     assert capsys.readouterr().err == ""

@@ -65,7 +65,7 @@ def test_mm_phase_judges_only_the_cells_that_meet_prop44s_premise(out):
 
 def test_fa_phase_judges_only_cells_meeting_the_init_and_width_premises():
     """fa-phase's claims use the cells meeting Assumption A.4's σ_w² ≤ ηk⁻⁵ and Remark A.5's m ∈ [max|J±|, k]
-    (constant 1): with m = k/2 every quick cell does; the paper preset's k = 32 cells break the init premise, and a
+    (constant 1): with m = k/2 every quick cell does; the full-grid preset's k = 32 cells break the init premise, and a
     fixed m = 5 breaks the width premise at k = 4 and k = 16."""
     from featlab.papers.feature_averaging.phase import FAPhaseConfig, regime
 

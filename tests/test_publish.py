@@ -52,6 +52,7 @@ def toy(monkeypatch):
 
 def test_publish_writes_the_table_the_figures_and_the_provenance(toy, out, tmp_path, capsys):
     assert main(["run", "toyp-ok", "--preset", "paper", "--out", str(out)]) in (0, 1)
+    assert main(["run", "toyp-ok", "--preset", "paper", "--out", str(out), "--control-name", "null"]) == 0  # rival
     dest = tmp_path / "results"
     readme = tmp_path / "README.md"
     readme.write_text("# toy\n\n<!-- results: results -->\nstale\n<!-- /results -->\n\nmore\n")

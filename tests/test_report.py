@@ -62,11 +62,12 @@ def toy(monkeypatch):
 
 
 def test_reproduce_goes_on_past_a_missing_dataset_and_ends_with_a_summary_and_a_report(toy, out, capsys):
-    code = main(["reproduce", "toy-repro", "score=0.95", "--out", str(out)])
+    code = main(["reproduce", "toy-repro", "score=0.95", "--out", str(out), "--rivals"])
     text = capsys.readouterr().out
     assert code == 1  # one experiment could not run; the others did
+    assert "rival null: complete" in text  # --rivals: each rival net at the same preset, for the matrix
     tail = text[text.index("Toy paper"):]
-    assert "Toy paper (tests): 1/2 claims held, 1 failed (1 of 3 experiments run)" in tail
+    assert "Toy paper (tests): 1/2 mechanism claims held, 1 failed (1 of 3 experiments run)" in tail
     assert re.search(r"✗ toyr-ok toyr\.higher: measured 0\.95, needs >= 2 — try: featlab run toyr-ok --preset "
                      r"cpu-long", tail)
     assert "toyr-data: could not run: no toy dataset under 'data'; put toy.bin there" in tail
@@ -149,7 +150,7 @@ def test_collect_provenance_names_date_device_and_commit():
 
 
 def test_reproduce_runs_several_presets_and_shows_their_verdicts_side_by_side(toy, out, capsys):
-    code = main(["reproduce", "toy-repro", "--preset", "quick,cpu-long", "--out", str(out)])
+    code = main(["reproduce", "toy-repro", "--preset", "quick,cpu-long", "--out", str(out), "--rivals"])
     text = capsys.readouterr().out
     assert code == 1  # toyr-data still cannot run
     assert "toyr-ok --preset cpu-long" in text and "toyr-smoke" in text  # the smoke one: not run, with its reason
@@ -158,6 +159,15 @@ def test_reproduce_runs_several_presets_and_shows_their_verdicts_side_by_side(to
     assert "has no preset quick or cpu-long" not in text  # toyr-ok has both; toyr-data/smoke have quick
     page = (out / "report.md").read_text(encoding="utf-8")
     assert "Presets side by side: quick 1/2 held (1 failed) · cpu-long 1/2 held (1 failed)." in page
+
+
+def test_without_its_rival_runs_no_claim_is_counted(toy, out, capsys):
+    """The headline counts mechanism claims only: with no rival run beside it a claim is unsettled, not held."""
+    assert main(["reproduce", "toy-repro", "score=0.95", "--out", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "Toy paper (tests): 0/0 mechanism claims held; not counted: 2 unsettled" in text
+    page = (out / "report.md").read_text(encoding="utf-8")
+    assert "| toyr.high | unsettled | ✓ holds | not run |" in page  # the matrix says why
 
 
 def test_an_inconclusive_claim_is_counted_apart_with_the_units_that_would_settle_it(toy, out, capsys):
@@ -181,6 +191,7 @@ def test_sync_docs_rewrites_the_measured_sections_from_the_latest_run(toy, out, 
     from featlab.report.docs_sync import block_rows, blocks
 
     assert main(["run", "toyr-ok", "--out", str(out)]) == 0
+    assert main(["run", "toyr-ok", "--out", str(out), "--control-name", "null"]) == 0  # its rival: the matrix
     docs = tmp_path / "docs"
     docs.mkdir()
     page = docs / "toy.md"

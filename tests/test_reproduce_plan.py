@@ -8,6 +8,7 @@ import re
 import pytest
 import torch
 
+import featlab
 from featlab.cli import main, reproduce
 from featlab.runs.registry import list_experiments
 from featlab.runs.resources import matmul_rate, seconds
@@ -38,14 +39,18 @@ def test_dry_run_prints_the_paper_plan_and_runs_nothing(cpu_machine, tmp_path, c
     for exp_id in ("fa-resnet-cifar10", "mm-spurious-cifar10", "mm-spurious-fmnist"):
         assert "skipped: needs the" in rows[exp_id] and "files" in rows[exp_id], rows[exp_id]
     assert "skipped: needs the embeddings file" in rows["fa-embeddings"]
-    assert "skipped" not in rows["mm-multiview"] and "skipped" not in rows["rfa-fig1"]
+    assert "skipped" not in rows["fa-synthetic"] and "skipped" not in rows["rfa-fig1"]
+    assert "mm-multiview" not in rows  # no paper preset: the paper did not run it (its cpu-long preset is a demo)
+    _, why = reproduce._plan([featlab.get_experiment("mm-multiview")], ["paper"])
+    assert why["mm-multiview"].startswith("no paper preset: the paper did not run it")
     assert re.search(r"total ≈ .* for \d+ experiment run\(s\); \d+ skipped", out)
 
 
 def test_an_experiment_over_a_day_on_this_cpu_is_left_to_a_gpu(cpu_machine, capsys, monkeypatch):
-    exps = [e for e in list_experiments() if e.id in ("mm-multiview", "rfa-fig1")]
-    todo = [(e, "paper") for e in exps]
-    configs = [resolve_config(e.id, "paper")[1] for e in exps]
+    presets = {"mm-multiview": "cpu-long", "rfa-fig1": "paper"}
+    exps = [e for e in list_experiments() if e.id in presets]
+    todo = [(e, presets[e.id]) for e in exps]
+    configs = [resolve_config(e.id, presets[e.id])[1] for e in exps]
     secs = {e.id: seconds(c.estimate(), RATE) for e, c in zip(exps, configs)}
     assert secs["mm-multiview"] > secs["rfa-fig1"]
     monkeypatch.setattr(reproduce, "GPU_S", (secs["mm-multiview"] + secs["rfa-fig1"]) / 2)  # between the two
@@ -59,7 +64,7 @@ def test_an_experiment_over_a_day_on_this_cpu_is_left_to_a_gpu(cpu_machine, caps
 
 
 def test_the_plan_scales_with_the_measured_rate():
-    cfg = resolve_config("mm-multiview", "paper")[1]
+    cfg = resolve_config("mm-multiview", "cpu-long")[1]
     slow, fast = seconds(cfg.estimate(), RATE), seconds(cfg.estimate(), 2 * RATE)
     assert 1.5 * fast < slow < 2 * fast  # the work halves, the per-step launch cost stays
 

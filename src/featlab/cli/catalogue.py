@@ -43,12 +43,19 @@ def cmd_list(a: argparse.Namespace) -> int:
     exps = list_experiments()
     if a.json:
         dump_json([{"id": e.id, "paper": e.paper, "reference": e.reference, "summary": e.summary,
-                    "presets": list(e.presets), "claims": [c.id for c in e.claims],
-                    "controls": [c.name for c in e.controls]} for e in exps])
+                    "presets": list(e.presets), "preset_kinds": e.preset_kinds(), "cites": dict(e.cites),
+                    "claims": [c.id for c in e.claims], "controls": [c.name for c in e.controls]} for e in exps])
         return 0
-    rows = [[e.id, e.paper, e.reference, "/".join(e.presets), e.summary] for e in exps]
-    print(table(rows, ["id", "paper", "figure/table", "presets", "what it shows"], [22, 21, 22, 12, 60]))
+    rows = [[e.id, e.paper, e.reference, ", ".join(_kind_label(e, p) for p in e.presets), e.summary] for e in exps]
+    print(table(rows, ["id", "paper", "figure/table", "presets", "what it shows"], [22, 21, 22, 22, 54]))
+    print("\npresets: quick = CPU default; paper = the paper's own settings (only where the paper ran it; "
+          "'featlab config ID --preset paper' cites each value); theory = the theorem's assumptions as far as the "
+          "CPU allows; (demo) = named for what it shows, not the paper's settings")
     return 0
+
+
+def _kind_label(exp: Experiment, preset: str) -> str:
+    return preset if exp.preset_kind(preset) != "demo" else f"{preset} (demo)"
 
 
 def cmd_claims(a: argparse.Namespace) -> int:
@@ -122,27 +129,36 @@ def _bounds(field) -> str:
 
 
 def config_fields(exp: Experiment, preset: str) -> list[dict[str, Any]]:
-    """One row per config field: name, type with its bounds, default, the preset's value, description."""
+    """One row per config field: name, type with its bounds, default, the preset's value, where that value comes from
+    (the paper preset's citation; "" elsewhere), description."""
     values = exp.preset(preset)
+    cites = exp.cites if exp.preset_kind(preset) == "paper" else {}
     rows = []
     for name, f in exp.config.model_fields.items():
         default = "required" if f.is_required() else f.get_default(call_default_factory=True, validated_data={})
         rows.append({"field": name, "type": " ".join(x for x in (_type_name(f.annotation), _bounds(f)) if x),
                      "default": default, "preset": values[name] if name in values else None,
-                     "in_preset": name in values, "description": f.description or ""})
+                     "in_preset": name in values, "source": cites.get(name, ""), "description": f.description or ""})
     return rows
 
 
 def cmd_config(a: argparse.Namespace) -> int:
     exp = get_experiment(a.id)
     rows = config_fields(exp, a.preset)
+    kind = exp.preset_kind(a.preset)
     if a.json:
-        dump_json({"experiment": exp.id, "preset": a.preset, "fields": rows})
+        dump_json({"experiment": exp.id, "preset": a.preset, "kind": kind, "fields": rows})
         return 0
-    print(f"{exp.id} — {exp.reference}; preset {a.preset!r} (presets: {', '.join(exp.presets)})\n")
+    kinds = ", ".join(_kind_label(exp, p) for p in exp.presets)
+    print(f"{exp.id} — {exp.reference}; preset {a.preset!r}, kind {kind} (presets: {kinds})\n")
     body = [[r["field"], r["type"], fmt_value(r["default"]), fmt_value(r["preset"]) if r["in_preset"] else "",
-             r["description"]] for r in rows]
-    print(table(body, ["field", "type", "default", a.preset, "description"], [18, 22, 14, 14, 62]))
+             r["source"], r["description"]] for r in rows]
+    print(table(body, ["field", "type", "default", a.preset, "source", "description"], [18, 22, 14, 14, 26, 50]))
+    if kind == "paper":
+        print("\nsource: where the paper gives the value; a field the preset leaves at its default is featlab's "
+              "choice where its description says so (the paper is silent)")
+    elif kind == "demo":
+        print(f"\n{a.preset!r} is a demo preset: featlab's own settings, named for what they show, not the paper's")
     print(f"\nOverride any field with key=value: featlab run {exp.id} {rows[0]['field']}=... ; "
           f"the effective config: featlab run {exp.id} --print-config")
     return 0

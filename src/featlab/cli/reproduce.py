@@ -19,7 +19,7 @@ from ..report.publish import publish, publish_stability, sync_readme
 from ..report.summary import NOT_RUN_FILE, build, console_summary
 from ..runs.index import find_runs
 from ..runs.record import counts_text
-from ..runs.registry import Experiment, list_experiments, papers
+from ..runs.registry import NO_PAPER_PRESET, Experiment, list_experiments, papers
 from ..runs.resources import duration, matmul_rate, seconds, size
 from ..runs.runner import resolve_config, run
 from ..utils import atomic_write, check_writable, json_dumps, json_loads, writing
@@ -37,6 +37,9 @@ def register(sub) -> None:
     rp.add_argument("--dry-run", "--estimate", dest="dry_run", action="store_true",
                     help="print the plan (each experiment's estimated time and memory, what is skipped and why) and "
                     "exit without running")
+    rp.add_argument("--rivals", action="store_true",
+                    help="also run every experiment's rival nets at the same preset (about 2-4× the time): the "
+                    "headline then counts the mechanism claims; without it they show as unsettled")
     rp.set_defaults(handler=cmd_reproduce, trailing="overrides")
 
     r = sub.add_parser("report", help="one HTML page (and a Markdown twin) of every run under OUT: claims, figures, "
@@ -164,12 +167,14 @@ def _record_not_run(out: Path, ran: list[str], not_run: dict[str, str]) -> None:
 
 def _plan(exps: list[Experiment], presets: list[str]) -> tuple[list[tuple[Experiment, str]], dict[str, str]]:
     """(experiment, preset) pairs to run, and why the others are not run. Each experiment runs at each asked preset
-    it has; one with none of them (``--preset theory`` on an experiment with no theory preset) is listed as not run."""
+    it has; one with none of them (``--preset theory`` on an experiment with no theory preset) is listed as not run,
+    and one without a paper preset under ``--preset paper`` says that the paper did not run it."""
     todo, not_run = [], {}
     for e in exps:
         mine = [p for p in presets if p in e.presets]
         if not mine:
-            not_run[e.id] = f"has no preset {' or '.join(presets)} (its presets: {', '.join(e.presets)})"
+            why = NO_PAPER_PRESET if "paper" in presets else f"has no preset {' or '.join(presets)}"
+            not_run[e.id] = f"{why} (its presets: {', '.join(e.presets)})"
         for p in mine:
             if e.is_smoke(p):
                 not_run.setdefault(e.id, e.smoke_reason(p))
@@ -227,6 +232,20 @@ def _calibration(runs, e: Experiment, rate: float) -> tuple[float, str, float] |
     return None
 
 
+def _run_rivals(e: Experiment, preset: str, out: Path, force: bool, overrides: dict[str, Any],
+                broken: list[str]) -> None:
+    """Every rival (mechanism control) of ``e`` at the same preset and overrides: the runs the matrix reads."""
+    for ctl in [c for c in e.controls if c.kind == "mechanism"]:
+        try:
+            r = run(e.id, preset, out=out, force=force, control=ctl.name, **overrides)
+        except FeatlabError as err:
+            print(f"    rival {ctl.name}: could not run: {err}", flush=True)
+            broken.append(e.id)
+            continue
+        print(f"    rival {ctl.name}: {r.status}, claims {counts_text(r.claims)}, "
+              f"{r.summary.get('elapsed_s', 0):.1f} s", flush=True)
+
+
 def cmd_reproduce(a: argparse.Namespace) -> int:
     """Goes on past an experiment that cannot run; ends with a report page. ``--preset quick,theory`` runs both
     presets where an experiment has them and shows their verdicts side by side."""
@@ -267,6 +286,8 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
               f"{rec.summary.get('elapsed_s', 0):.1f} s → {rec.dir}", flush=True)
         if not rec.ok:
             broken.append(e.id)
+        elif a.rivals:
+            _run_rivals(e, p, out, a.force, per_exp[e.id], broken)
     kept = "the runs are kept: 'featlab report OUT' writes the page once fixed"
     with writing("--out", kept):
         _record_not_run(out, [e.id for e in exps], not_run)

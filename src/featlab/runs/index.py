@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FeatlabError, RunRecordError
+from .discrimination import annotate
 from .record import SUMMARY, RunRecord, load_run
-from .registry import list_experiments
+from .registry import get_experiment, list_experiments
 from .runner import resolve_config
 
 
@@ -93,9 +94,6 @@ def find_runs(out: str | Path) -> Runs:
 
 def _annotate_roles(found: Runs) -> None:
     """Every paper-net run gets its claims' roles from the rival runs beside it (runs/discrimination.py)."""
-    from .discrimination import annotate
-    from .registry import get_experiment
-
     by_exp: dict[str, list[RunRecord]] = {}
     for r in found.records:
         by_exp.setdefault(r.experiment, []).append(r)

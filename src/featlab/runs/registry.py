@@ -26,6 +26,12 @@ from .claims import Assumption, Claim, Control, PaperResult, fill_fields
 
 ENTRY_POINT_GROUP = "featlab.experiments"
 BUILTIN_CATALOGUE = "featlab.papers"
+# What a preset is, by its name: ``quick`` the CPU smoke-level default; ``paper`` the paper's own settings, only where
+# the paper ran the experiment, each value that differs from the config's default citing its source (``cites``);
+# ``theory`` the theorem's assumptions as far as this machine allows; any other name a demo preset, named for what
+# it shows (``demo``, ``cpu-long``, ``full-grid``, ...): run and shown, never the paper's settings.
+PRESET_KINDS = ("quick", "paper", "theory", "demo")
+NO_PAPER_PRESET = "no paper preset: the paper did not run it"
 
 
 @dataclass
@@ -41,6 +47,15 @@ class Experiment:
     controls: list[Control] = field(default_factory=list)  # settings where the paper's statements should fail
     tiny: dict[str, Any] | None = None  # overrides of the quick preset that run in about a second (the device test)
     assumptions: list[Assumption] = field(default_factory=list)  # the theorem's premises, met or broken per preset
+    cites: dict[str, str] = field(default_factory=dict)  # paper-preset field → where in the paper its value is from
+
+    def preset_kind(self, name: str) -> str:
+        """"quick", "paper" or "theory" for the presets of those names; "demo" for any other (PRESET_KINDS)."""
+        self.preset(name)  # an unknown preset is refused as everywhere
+        return name if name in PRESET_KINDS[:3] else "demo"
+
+    def preset_kinds(self) -> dict[str, str]:
+        return {p: self.preset_kind(p) for p in self.presets}
 
     def regime(self, preset: str) -> list[dict[str, Any]]:
         """The assumptions as met or broken by ``preset`` (only those that say): for run records and pages."""
@@ -49,15 +64,16 @@ class Experiment:
 
     def preset(self, name: str) -> dict[str, Any]:
         if name not in self.presets:
+            why = f" ({NO_PAPER_PRESET})" if name == "paper" else ""
             raise UnknownExperimentError(
-                f"{self.id} has no preset {name!r}; choose one of: {', '.join(self.presets)}")
+                f"{self.id} has no preset {name!r}{why}; choose one of: {', '.join(self.presets)}")
         return dict(self.presets[name])
 
     def listed(self, preset: str = "quick") -> Experiment:
         """A copy whose claims' ``{field}`` statements are filled from ``preset``'s config (the defaults where it has
         no such preset), as a run fills them: what ``featlab claims`` and docs/claims.md show without a run."""
-        if self.is_smoke(preset):  # a pipeline smoke test (digits for CIFAR-10): the claims speak of the paper's
-            preset = "paper"
+        if self.is_smoke(preset) and "paper" in self.presets:  # a pipeline smoke test (digits for CIFAR-10): the
+            preset = "paper"  # claims speak of the paper's
         cfg: dict[str, Any] = {}
         for layer in (self.presets.get(preset, {}), {}):
             try:
@@ -110,8 +126,16 @@ def paper_results(key: str) -> list[PaperResult]:
 
 def experiment(id: str, *, paper: str, reference: str, summary: str, config: type[ExperimentConfig],
                presets: dict[str, dict[str, Any]], claims: Sequence[Claim] = (), controls: Sequence[Control] = (),
-               tiny: dict[str, Any] | None = None, assumptions: Sequence[Assumption] = ()):
-    """Decorator registering ``fn(ctx)`` as an experiment. Presets must include ``quick`` and ``paper``.
+               tiny: dict[str, Any] | None = None, assumptions: Sequence[Assumption] = (),
+               cites: dict[str, str] | None = None):
+    """Decorator registering ``fn(ctx)`` as an experiment. Presets must include ``quick``; ``paper`` only where the
+    paper ran the experiment, ``theory`` where the theorem's assumptions can be met, any other name is a demo
+    preset (``Experiment.preset_kind``).
+
+    ``cites``: for the ``paper`` preset, each config field whose value differs from the config's default → where
+    the paper gives it ("§6.1: d = 3072", "App. E.1, Fig 5", a line of the authors' code); a value the paper does
+    not give is the config's default (its description says so), never a paper-preset value. tests/test_presets.py
+    checks every such field is cited (:func:`citation_problems`).
 
     ``claims`` declares every claim the experiment judges; their ids must start with the paper's prefix.
     ``controls``: settings where the paper's statements should be false (an untrained net, the other method,
@@ -124,8 +148,13 @@ def experiment(id: str, *, paper: str, reference: str, summary: str, config: typ
     """
     if paper not in _PAPERS:
         raise ValueError(f"experiment {id!r}: paper {paper!r} is not registered; call register_paper first")
-    if not {"quick", "paper"} <= set(presets):
-        raise ValueError(f"experiment {id!r}: presets must include 'quick' and 'paper'; got {list(presets)}")
+    if "quick" not in presets:
+        raise ValueError(f"experiment {id!r}: presets must include 'quick'; got {list(presets)}")
+    bad_cites = sorted(set(cites or {}) - set(config.model_fields))
+    if bad_cites:
+        raise ValueError(f"experiment {id!r}: cites names fields its config does not have: {bad_cites}")
+    if cites and "paper" not in presets:
+        raise ValueError(f"experiment {id!r}: cites are for the paper preset, and it has none")
     prefix = _PAPERS[paper][1] + "."
     bad = [c.id for c in claims if not c.id.startswith(prefix)]
     if bad:
@@ -148,10 +177,35 @@ def experiment(id: str, *, paper: str, reference: str, summary: str, config: typ
 
     def deco(fn):
         _REGISTRY[id] = Experiment(id, paper, reference, summary, config, fn, presets, list(claims), list(controls),
-                                   dict(tiny) if tiny is not None else None, list(assumptions))
+                                   dict(tiny) if tiny is not None else None, list(assumptions), dict(cites or {}))
         return fn
 
     return deco
+
+
+def uncited(exp: Experiment) -> list[str]:
+    """The fields of ``exp``'s paper preset whose value differs from the config's default and that cite no source
+    ([] without a paper preset). Values are compared as the config validates them (1e4 == 10000)."""
+    if "paper" not in exp.presets:
+        return []
+    values = build_config(exp.config, exp.id, exp.presets["paper"])
+    out = []
+    for name in exp.presets["paper"]:
+        f = exp.config.model_fields[name]
+        default = None if f.is_required() else f.get_default(call_default_factory=True, validated_data={})
+        if (f.is_required() or getattr(values, name) != default) and not exp.cites.get(name, "").strip():
+            out.append(name)
+    return out
+
+
+def citation_problems(exp: Experiment) -> list[str]:
+    """What is wrong with ``exp``'s citations, one line each ([] when nothing): a paper-preset field that differs
+    from the default without a citation, or a citation of a field the paper preset does not set."""
+    out = [f"{exp.id}: paper preset sets {name} = {exp.presets['paper'][name]!r} (default differs) and cites no "
+           f"source" for name in uncited(exp)]
+    stray = sorted(set(exp.cites) - set(exp.presets.get("paper", {})))
+    out += [f"{exp.id}: cites {name!r}, which its paper preset does not set" for name in stray]
+    return out
 
 
 def _load_all() -> None:

@@ -49,7 +49,7 @@ RFA_AMPLIFICATION["rfa.lemma4_sets"] = Diagnosis(
     "1/C0)² asks each of the four sets, which split the m/2 neurons of a sign by a fair coin, for m/4: a tie",
     "featlab run rfa-amplification --preset quick: 0.64; with m=1000 seeds=2: 0.92; --preset theory: 0.5; theory "
     "C0=3 (premise m ≥ 931 still unmet at m=32): 0.84; FAILED in all four, as the lemma's premise predicts; "
-    "--preset paper: 0.81", presets=("quick", "theory", "paper"))
+    "--preset demo: 0.81", presets=("quick", "theory", "demo"))
 
 RFA_PHASE = {
     "rfa.phase_early_tracks_eta": Diagnosis(

@@ -116,9 +116,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Fig 2's setting (App. E's σ, ω, α): (A2) fails at every d; the early claim has no cell here
     "quick": {"seeds": 2, "n": 40, "ds": [4, 13, 40, 400], "etas": [0.0, 0.15, 0.3], "m": 100,
               "steps_long": 20_000, "n_test": 2000, "noise": "exact", "means": "axis"},
-    "paper": {"seeds": 3, "n": 100, "ds": [10, 30, 100, 300, 1000, 3000], "m": 400,
-              "etas": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3], "steps_long": 100_000, "n_test": 6000,
-              "noise": "exact", "means": "axis"},
+    # the paper has no phase diagram, so no paper preset: Fig 2's setting (App. E) over a larger grid (a demo)
+    "full-grid": {"seeds": 3, "n": 100, "ds": [10, 30, 100, 300, 1000, 3000], "m": 400,
+                  "etas": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3], "steps_long": 100_000, "n_test": 6000,
+                  "noise": "exact", "means": "axis"},
     # (A1)–(A7) at C = 10 in the d = 800 column (rfa-theorem1's theory setting at n = 80, η ≤ 1/C): the early
     # claim's preset; not Fig 2's setting, so the interpolation claims are not judged here (a few seconds)
     "theory": THEORY,

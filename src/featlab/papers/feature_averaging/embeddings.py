@@ -36,6 +36,8 @@ from .embeddings_claims import ASSUMPTIONS, CLAIMS, DECOUPLED, FINE_SHUFFLED, LA
 
 
 class FAEmbeddingsConfig(ExperimentConfig):
+    seeds: int = Field(5, ge=1, description="independent seeds of both heads [featlab's choice; the paper is silent "
+                       "on repeats]")
     dtype: Literal["float32", "float64"] = Field(
         "float64", description="float64 by default (unlike the other experiments): the heads were always trained in "
         "float64, and every preset keeps it")
@@ -104,8 +106,10 @@ class _Task:
             config=FAEmbeddingsConfig, claims=diagnosed(CLAIMS, "fa-embeddings"),
             controls=[FINE_SHUFFLED, LARGE_INIT, UNTRAINED], assumptions=ASSUMPTIONS,
             presets={"quick": {"seeds": 4, "cpu_threads": 1},
-                     "paper": {"seeds": 5, "embeddings": "cifar10_clip_vitb32.npz"}},
-            tiny={"seeds": 1, "steps": 5, "per_class": 10})
+                     "paper": {"embeddings": "cifar10_clip_vitb32.npz", "width": 30, "h": 3}},
+            tiny={"seeds": 1, "steps": 5, "per_class": 10},
+            cites={"embeddings": "§6.1 'Experiments on CIFAR': CIFAR-10 embeddings of a pre-trained CLIP ViT-B-32",
+                   "width": "§6.1: 'the width of the first layer to be 30 (h = 3)'", "h": "§6.1: h = 3"})
 def fa_embeddings(ctx) -> None:
     cfg: FAEmbeddingsConfig = ctx.cfg
     with torch_threads(cfg.cpu_threads):

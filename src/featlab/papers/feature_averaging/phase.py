@@ -213,11 +213,12 @@ def _kclass_dev(ks: list[int], ds: list[int]):
 
 
 _GRID = {"Assumption A.4 (init)": Assumption(
-    "Assumption A.4 (init)", "σ_w² = σ_b² ≤ ηk⁻⁵, per cell", {"quick": True, "paper": False},
-    why="σ_w² = 1e-10 against ηk⁻⁵ = 9.5e-10 at k = 16 (quick's largest k); the paper preset's k = 32 cells break "
-        "it (3.1e-11) and are left out of the claims"),
+    "Assumption A.4 (init)", "σ_w² = σ_b² ≤ ηk⁻⁵, per cell", {"quick": True, "full-grid": False},
+    why="σ_w² = 1e-10 against ηk⁻⁵ = 9.5e-10 at k = 16 (quick's largest k); the full-grid preset's k = 32 cells "
+        "break it (3.1e-11) and are left out of the claims"),
     "Assumption 4.3 (m), Remark A.5": Assumption(
-    "Assumption 4.3 (m), Remark A.5", "m = Θ(k), m ∈ [max(|J+|, |J−|), k], per cell", {"quick": True, "paper": True},
+    "Assumption 4.3 (m), Remark A.5", "m = Θ(k), m ∈ [max(|J+|, |J−|), k], per cell",
+    {"quick": True, "full-grid": True},
     why="m = k/2 in every cell (width='half-k'); a fixed m = 5 would break it at k = 4 and k ≥ 16")}
 _WHY = {"Assumption 3.3": "|J+| = ⌊k/2⌋, |J−| = ⌈k/2⌉ (c = 1 for even k)",
         "Assumption 4.3 (d)": "d ≤ 16 384 against k¹⁰ ≥ 4¹⁰ ≈ 10⁶",
@@ -247,7 +248,7 @@ def _with_theory(a: Assumption) -> Assumption:
 
 
 ASSUMPTIONS = [_with_theory(_GRID.get(a.ref) or Assumption(a.ref, a.text, a.met, why=_WHY.get(a.ref, a.why)))
-               for a in assumptions.synthetic()]
+               for a in assumptions.synthetic(("quick", "full-grid"))]
 
 # the theorems' regime where this CPU reaches it: d ≥ k¹⁰ up to 2⁴⁴ ≈ 1.8·10¹³ (d/k over 7 decades), η = d⁻², the
 # init of Assumption A.4, ηT = k⁸ (every premise but n = Ω(k⁷))
@@ -288,8 +289,8 @@ SHUFFLED = Control(
     config=FAPhaseConfig, controls=[UNTRAINED, LARGE_INIT, DECOUPLED, SHUFFLED], assumptions=ASSUMPTIONS,
     presets={"quick": {"seeds": 2, "ks": [4, 8, 16], "ds": [1024, 2048, 4096], "n_test": 200, "n_radii": 13,
                        "pgd_steps": 20, "convergence_check": False},
-             "paper": {"seeds": 3, "ks": [4, 8, 16, 32], "ds": [1024, 2048, 4096, 8192, 16384], "n_test": 500,
-                       "convergence_check": False},
+             "full-grid": {"seeds": 3, "ks": [4, 8, 16, 32], "ds": [1024, 2048, 4096, 8192, 16384],
+                           "n_test": 500, "convergence_check": False},
              "theory": THEORY},
     tiny={"seeds": 1, "ks": [2, 4], "ds": [64, 128], "n": 100, "n_test": 40, "T": 20, "n_radii": 4, "pgd_steps": 2,
           "attacks": ["pgd", "avgdir", "midpoint"]},

@@ -14,8 +14,8 @@ MM_LINEAR = {
         "Props 3.4/3.5 give ERM O(k^{1−0.1C}) = O(k^0.2) against Midpoint's Θ(1/k²) at the claim's C = 8: the paper's "
         "bounds (and §3's 'increasingly small gradients') separate only for C > 30, where ERM / Midpoint is tiny",
         "featlab run mm-linear --preset quick starve_C=32 beta_params=[1] quad_nodes=4: erm_over_mm_at_starve_C = "
-        "0.00156 (held), erm_over_mm_at_max_C (C = 64) 6.2e-8; quick (C = 8): 1.58; --preset paper (C = 8): 1.72",
-        presets=("quick", "paper"),
+        "0.00156 (held), erm_over_mm_at_max_C (C = 64) 6.2e-8; quick (C = 8): 1.58; --preset extended (C = 8): 1.72",
+        presets=("quick", "extended"),
     ),
 }
 
@@ -35,8 +35,8 @@ _ERM_ONE = Diagnosis(
     "ERM's one-feature share is stable (0.80 on 2 seeds, 0.79 on 7, the same at 5000 and 7500 steps) but only 0.09 "
     "above 0.7, so the interval needs about 9 seeds (83 classes) to clear it; 7 seeds leave it at 0.686",
     "featlab run mm-multiview --preset quick methods=[erm] seeds=7: erm_one = erm_one_long = 0.786 [0.686, 0.871] "
-    "over 70 classes, inconclusive (~83 classes); --preset paper (5 seeds): 0.78 [0.66, 0.90], inconclusive",
-    presets=("quick", "paper"),
+    "over 70 classes, inconclusive (~83 classes); --preset cpu-long (5 seeds): 0.78 [0.66, 0.90], inconclusive",
+    presets=("quick", "cpu-long"),
 )
 _B18_RUN = "featlab run mm-multiview --preset quick methods=[midpoint] seeds=1 N=50 d=30000 steps=2500 long_steps=0"
 MM_MULTIVIEW = {
@@ -48,8 +48,8 @@ MM_MULTIVIEW = {
         "quick; positions=random: 0.18, held), not the mechanism; a 1/k scaling is not established (k·off/diag "
         "2.78 at k = 5, 2.48 at k = 10: two k, one seed)",
         f"{_B18_RUN} k=5 P=10 m=3: 2.78; k=10 P=20 m=5: 2.48; quick: 5.70, with positions=random 0.18 (held); "
-        "--preset paper: 6.05",
-        presets=("quick", "paper"),
+        "--preset cpu-long: 6.05",
+        presets=("quick", "cpu-long"),
     ),
 }
 

@@ -334,7 +334,7 @@ def _draw(ctx, cfg: LinearConfig, m: dict) -> None:
                       claims=("mm.prop34_lower", "mm.starvation"),
                       premise="Midpoint Mixup's mixing, λ = ½ (Eq. 3.1), which keeps the lagging gradient Θ(1/k²)",
                       trained=("grad_model.train_acc",))],
-    presets={"quick": {}, "paper": {"N": 500, "seeds": 3, "grad_ks": [10, 20, 40], "grad_points_per_class": 25}},
+    presets={"quick": {}, "extended": {"N": 500, "seeds": 3, "grad_ks": [10, 20, 40], "grad_points_per_class": 25}},
     tiny={"seeds": 1, "k": 4, "N": 12, "scales": [1, 10], "beta_params": [1], "quad_nodes": 4, "grad_ks": [4],
           "grad_points_per_class": 3, "grad_C": [1, 2], "starve_C": 2})
 def mm_linear(ctx) -> None:

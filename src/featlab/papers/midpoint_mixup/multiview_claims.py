@@ -104,24 +104,24 @@ CONTROLS = [
 K_GROWS = "k = 10 at every preset (k 'sufficiently large' is not reachable with d, P polynomial in k on this CPU)"
 ASSUMPTIONS = [
     Assumption("Assumption 4.3 (d)", "d = Ω(k^20) (init correlations 1/√d far below ρ)",
-               {"quick": False, "paper": False, "theory": False},
+               {"quick": False, "cpu-long": False, "theory": False},
                "d = 3·10^5 ≈ k^5.5 everywhere: at α = 4 the escape time ∝ d^{(α−2)/2}, and Midpoint's rescue time "
                "∝ d, make d = k^20 (10^20) unreachable; the reduced simulation runs at any d, the steps do not"),
-    Assumption("Assumption 4.3 (α)", "α = 8 (ReLU~ exponent)", {"quick": False, "paper": False, "theory": False},
+    Assumption("Assumption 4.3 (α)", "α = 8 (ReLU~ exponent)", {"quick": False, "cpu-long": False, "theory": False},
                "α = 4 everywhere: the escape time k ρ^{α−1} d^{(α−2)/2}/η is ≈ 5·10^8 steps at α = 8, d = 3·10^5. "
                "α is what suppresses the feature noise, so theory (P = k², δ3 = k^-1.5) at α = 4 is expected to fail "
                "to fit: a scan (k = 10, P = 100, d = 10^5, N = 60, 3000 steps, 1 seed) had ERM at train accuracy "
                "0.28 (6 classes with no feature); α = 6 at d = 3·10^4 had not escaped in 4000 steps (0.10)"),
     Assumption("Assumption 4.3 (P, δ3, m, ρ)", "P = Θ(k²), δ3 = δ4 = Θ(k^-1.5), m = Θ(k), ρ = Θ(1/k)",
-               {"quick": False, "paper": False, "theory": True},
-               "quick/paper: P = 2k = 20 and δ3 = δ4 = 0.002 (k^-2.7), m = k/2, ρ = 1/k; theory: P = k² = 100, "
+               {"quick": False, "cpu-long": False, "theory": True},
+               "quick/cpu-long: P = 2k = 20 and δ3 = δ4 = 0.002 (k^-2.7), m = k/2, ρ = 1/k; theory: P = k² = 100, "
                "δ3 = δ4 = k^-1.5 = 0.0316, m = k = 10, ρ = 1/k"),
     Assumption("Prop 4.4 premise", "Pδ3 ≫ δ2: the data are not linearly learnable (metric data.lp_margin <= 0)",
-               {"quick": False, "paper": False, "theory": True},
-               "quick/paper: (P − 2)δ3 = 0.036 ≪ δ2/2 = 1, the training data are linearly separable "
+               {"quick": False, "cpu-long": False, "theory": True},
+               "quick/cpu-long: (P − 2)δ3 = 0.036 ≪ δ2/2 = 1, the training data are linearly separable "
                "(data.lp_margin = 1); theory: (P − 2)δ3 = 3.1, margin 0"),
     Assumption("Thms 4.6/4.7: η = O(1/poly(k))", "a small step size, O(poly(k)/η) steps",
-               {"quick": False, "paper": False, "theory": False},
+               {"quick": False, "cpu-long": False, "theory": False},
                "η = 50 at every preset (full-batch GD on correlations ~ 1/√d would otherwise take ~10^7 steps)"),
 ]
 

@@ -118,11 +118,11 @@ CONTROLS = [
 ]
 ASSUMPTIONS = [
     Assumption("Assumption 4.3 (P, δ3)", "P = Θ(k²), δ3 = δ4 = Θ(k^-1.5) (Prop 4.4's premise Pδ3 ≫ δ2)",
-               {"quick": True, "paper": True}, "the judged cells only (δ3 = k^-1.5, P = k²); the δ3 = 0.002 cells "
+               {"quick": True, "full-grid": True}, "the judged cells only (δ3 = k^-1.5, P = k²); the δ3 = 0.002 cells "
                "(linearly learnable data) are drawn, not judged"),
-    Assumption("Thm 4.7 budget", "O(poly(k)/η) steps; Midpoint's rescue time ∝ d", {"quick": True, "paper": True},
+    Assumption("Thm 4.7 budget", "O(poly(k)/η) steps; Midpoint's rescue time ∝ d", {"quick": True, "full-grid": True},
                "Midpoint trains ⌈midpoint_steps_per_d × region_d_hi⌉ steps; larger d are drawn, not judged"),
-    Assumption("Assumption 4.3 (d, α)", "d = Ω(k^20), α = 8", {"quick": False, "paper": False},
+    Assumption("Assumption 4.3 (d, α)", "d = Ω(k^20), α = 8", {"quick": False, "full-grid": False},
                "d <= 10^6 judged (10^9 drawn) and α = 4: the escape time k ρ^{α−1} d^{(α−2)/2}/η forbids more. α is "
                "what suppresses the feature noise: at α = 4 the judged cells (P = k², δ3 = k^-1.5) are not fitted "
                "in the budget (quick: train accuracy min 0.23 for ERM, 0.53 for Midpoint), so Thms 4.6/4.7 (1) do "
@@ -210,9 +210,9 @@ def _judged(cfg: MMPhaseConfig, k: int, sub: MultiViewConfig) -> bool:
     presets={"quick": {"seeds": 1, "ks": [10], "ds": [1e4, 3e4, 1e5], "n_per_class": 6, "steps": 1500,
                        "methods": ["erm", "midpoint"], "probe_every": 250, "dtype": "float32",
                        "n_test_per_class": 50, "region_d_lo": 1e4, "region_d_hi": 1e5},
-             "paper": {"seeds": 2, "ks": [5, 10, 20], "ds": [1e4, 1e5, 1e6, 1e7, 1e8, 1e9], "n_per_class": 10,
-                       "steps": 6000, "probe_every": 500, "dtype": "float32", "region_d_lo": 1e4,
-                       "region_d_hi": 1e6}},
+             "full-grid": {"seeds": 2, "ks": [5, 10, 20], "ds": [1e4, 1e5, 1e6, 1e7, 1e8, 1e9], "n_per_class": 10,
+                           "steps": 6000, "probe_every": 500, "dtype": "float32", "region_d_lo": 1e4,
+                           "region_d_hi": 1e6}},
     tiny={"ks": [3], "ds": [1e3, 1e4], "n_per_class": 4, "steps": 3, "n_test_per_class": 5, "region_d_lo": 1e3,
           "region_d_hi": 1e4, "midpoint_steps_per_d": 3e-4})
 def mm_phase(ctx) -> None:
