@@ -77,6 +77,31 @@ def test_publish_writes_the_table_the_figures_and_the_provenance(toy, out, tmp_p
     prov = json.loads((dest / "runs" / "toyp-ok" / "provenance.json").read_text())
     assert prov["claims"] == "1/2 held (1 failed)" and "date" in prov and "featlab" in prov
     assert stale(dest) == []
+    # the headline per preset kind: mechanism claims at paper (the toy's rival fails both: both count), apart
+    # the rest; on the page, in verdicts.json and in the README block; the matrix claim x rival on the page
+    head = data["headline"]
+    assert len(head) == 1
+    assert head[0].startswith("paper (the papers' own settings): 1 of 2 mechanism claims held, 1 failed;")
+    assert f"- {head[0]}" in first and f"- {head[0]}" in page
+    assert "## Discrimination matrices" in page and "| toyp.high | mechanism | ✓ holds | ✗ fails |" in page
+    from featlab.report.markdown import render_markdown
+    from featlab.report.summary import build, console_summary
+
+    report = build(out, paper="toy-pub")
+    assert report.headline() == head and console_summary(report).startswith(head[0])
+    assert f"- {head[0]}" in render_markdown(report, tmp_path / "report.md")
+
+
+def test_a_published_table_goes_stale_when_its_preset_is_renamed_or_changes(toy, out, tmp_path, monkeypatch):
+    main(["run", "toyp-ok", "--preset", "paper", "--out", str(out)])
+    dest = tmp_path / "results"
+    main(["report", str(out), "--paper", "toy-pub", "--publish", str(dest), "--preset", "paper"])
+    assert stale(dest) == []
+    exp = registry.get_experiment("toyp-ok")
+    monkeypatch.setitem(exp.presets, "paper", {"score": 0.5})
+    assert stale(dest) == ["toyp-ok: preset 'paper' now sets score differently from the published run"]
+    monkeypatch.setattr(exp, "presets", {"quick": {}, "demo": {}})
+    assert stale(dest) == ["toyp-ok: published at preset 'paper', which it no longer has"]
 
 
 def test_a_published_table_goes_stale_when_a_threshold_moves(toy, out, tmp_path):

@@ -156,6 +156,9 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
                      _t(failed or "—"), _t(never)])
     out += _table(["paper", "claims held", "failed / inconclusive / unverified", "checks (not counted)",
                    "experiments run", "runs missing", "runs failed", "presets never run"], rows)
+    if report.headline():
+        out += ["Headline per preset kind (quick and demo presets are never counted):", "",
+                *(f"- {_t(h)}" for h in report.headline()), ""]
     if report.problems:
         out += ["Unreadable run folders (not in this report):", "",
                 *(f"- {_code(p)}: {_t(w)}" for p, w in report.problems), ""]

@@ -19,6 +19,7 @@ from ..runs.registry import list_experiments, papers
 from ..runs.stability import stable_under
 from ..text import fmt_value
 from ..utils import json_loads
+from .headline import headline_lines
 from .sweeps import SweepTable, find_sweeps
 from .tables import diagnosis_of, interval_text, verdict_text
 
@@ -129,6 +130,10 @@ class Report:
     papers: list[PaperView]
     problems: list[tuple[str, str]]
     created: str
+
+    def headline(self) -> list[str]:
+        """Mechanism claims per preset kind (paper, theory), premises and checks apart (report/headline.py)."""
+        return headline_lines({e.id: e.by_preset for pv in self.papers for e in pv.experiments})
 
 
 def not_run_reason(exp, recorded: dict[str, str]) -> str:
@@ -259,7 +264,7 @@ def failures(report: Report) -> list[str]:
 
 def console_summary(report: Report, paths: list[Path] | None = None) -> str:
     """The end of ``featlab reproduce``: claims held per paper, each ✗ in one line, what was not run, the report."""
-    lines = []
+    lines = [*report.headline(), ""] if report.headline() else []
     for pv in report.papers:
         ran = sum(bool(e.runs) for e in pv.experiments)
         ch, ct = pv.checks

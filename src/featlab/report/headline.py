@@ -1,0 +1,71 @@
+"""The headline per preset kind: mechanism claims held / failed / inconclusive / unverified at the papers' own
+settings (``paper``) and at the theorems' assumptions (``theory``), each over the latest run of every experiment at
+a preset of that kind, with premises, unsettled claims and checks counted apart. Quick and demo presets are shown
+in the tables, never in the headline (``Experiment.preset_kind``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..runs.record import STATUSES, RunRecord, is_check, is_counted, status
+from ..runs.registry import list_experiments
+
+HEADLINE_KINDS = {"paper": "the papers' own settings", "theory": "the theorems' assumptions"}
+
+
+@dataclass
+class KindCount:
+    kind: str
+    statuses: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
+    premises: int = 0
+    unsettled: int = 0
+    checks: int = 0
+    experiments: list[str] = field(default_factory=list)  # run at a preset of this kind
+    offered: int = 0  # experiments that have a preset of this kind
+
+    @property
+    def counted(self) -> int:
+        return sum(self.statuses.values())
+
+    def add(self, claims: list[dict[str, Any]]) -> None:
+        for c in claims:
+            if is_check(c):
+                self.checks += 1
+            elif is_counted(c):
+                self.statuses[status(c)] += 1
+            elif c.get("kind") == "premise" or c.get("role") == "premise":
+                self.premises += 1
+            else:
+                self.unsettled += 1
+
+    def text(self) -> str:
+        """'paper (the papers' own settings): 9 of 14 mechanism claims held, 3 failed, 2 inconclusive; apart: 20
+        premises, 4 unsettled, 7 checks; 8 of 14 experiments run'."""
+        s = self.statuses
+        rest = "".join(f", {s[k]} {k}" for k in STATUSES[1:] if s[k])
+        apart = ", ".join(f"{n} {w}" for n, w in ((self.premises, "premises"), (self.unsettled, "unsettled"),
+                                                   (self.checks, "checks")) if n)
+        return (f"{self.kind} ({HEADLINE_KINDS[self.kind]}): {s['held']} of {self.counted} mechanism claims held"
+                f"{rest}" + (f"; apart: {apart}" if apart else "")
+                + f"; {len(self.experiments)} of {self.offered} experiments with a {self.kind} preset run")
+
+
+def kind_counts(latest: dict[str, dict[str, RunRecord]]) -> dict[str, KindCount]:
+    """{kind: its counts} from ``latest`` = {experiment id: {preset: its latest complete run}}."""
+    out = {k: KindCount(k) for k in HEADLINE_KINDS}
+    for exp in list_experiments():
+        by_preset = latest.get(exp.id, {})
+        for kind, count in out.items():
+            presets = [p for p in exp.presets if exp.preset_kind(p) == kind]
+            count.offered += bool(presets)
+            runs = [by_preset[p] for p in presets if p in by_preset and by_preset[p].ok]
+            if runs:
+                count.experiments.append(exp.id)
+                count.add(runs[0].claims)
+    return out
+
+
+def headline_lines(latest: dict[str, dict[str, RunRecord]]) -> list[str]:
+    """One line per headline kind that has a run; none when no run is at a paper or theory preset."""
+    return [c.text() for c in kind_counts(latest).values() if c.experiments]
