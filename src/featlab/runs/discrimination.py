@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .record import RunRecord, status
+from .registry import UnknownExperimentError, get_experiment
 
 MECHANISM, PREMISE, UNSETTLED = "mechanism", "premise", "unsettled"
 ROLES = (MECHANISM, PREMISE, UNSETTLED)
@@ -51,11 +52,21 @@ class Cell:
         return out
 
 
+def _defaults(exp_id: str) -> dict[str, Any]:
+    try:
+        return {k: f.default for k, f in get_experiment(exp_id).config.model_fields.items()}
+    except UnknownExperimentError:
+        return {}
+
+
 def matches(rival: RunRecord, main: RunRecord) -> bool:
-    """A rival (or control) run belongs to a main run when their configs agree outside the rival's own overrides."""
+    """A rival (or control) run belongs to a main run when their configs agree outside the rival's own overrides; a
+    field one record lacks (a run made before the field existed) reads as the field's default."""
     changed = set((rival.summary.get("control") or {}).get("overrides", {}))
     a, b = rival.summary.get("config") or {}, main.summary.get("config") or {}
-    return all(a.get(k) == b.get(k) for k in set(a) | set(b) if k not in changed)
+    dflt, absent = _defaults(main.experiment), object()
+    return all(a.get(k, dflt.get(k, absent)) == b.get(k, dflt.get(k, absent)) for k in set(a) | set(b)
+               if k not in changed)
 
 
 def rivals_for(main: RunRecord, controls: list[RunRecord]) -> list[RunRecord]:
