@@ -70,10 +70,9 @@ def test_fa_resnet_digits_end_to_end(out):
     assert c["unit"] == "test points" and c["n"] == m["both_correct.points"]  # paired bootstrap over points
     assert (not c["holds"] or gap > 0) and (c["status"] != "failed" or gap <= 0)
     assert len(rec.figures) == 1 and rec.figures[0].is_file()
-    # the worst case over the ensemble is never above margin PGD alone, kept beside it
+    # minimum-norm first: DDN, then APGD-CE, APGD-T and Square descending; the cost of each counted in passes
     for h in ("binary", "multiclass"):
-        for r in TINY_FA["radii"]:
-            assert m[f"{h}.robust_acc@{r:g}"] <= m[f"{h}.pgd_robust_acc@{r:g}"] + 1e-12
+        assert m[f"{h}.attack.passes"] > 0 and f"{h}.pgd_robust_acc@0.3" not in m
         assert m[f"{h}.attack.eps0_gap"] == 0 and m[f"{h}.attack.unverified"] == 0
         assert m[f"{h}.attack.monotone_rise"] == 0
         assert m[f"{h}.attack.convergence_drop"] >= 0  # the stronger budget's check ran (check_seeds=1)
@@ -83,7 +82,7 @@ def test_fa_resnet_digits_end_to_end(out):
     assert any("attack-failure indicators" in n for n in rec.summary["notes"])
     table = pd.read_parquet(rec.dir / "attacks.parquet")  # per point: which attack broke it, at which radius
     assert len(table) == 2 * 60 and set(table.arm) == {"binary", "multiclass"}
-    assert {"r_pgd", "r_apgd-ce", "r_apgd-t", "r_ddn", "r_square", "broken_by", "ddn_distance"} <= set(table.columns)
+    assert {"r_apgd-ce", "r_apgd-t", "r_ddn", "r_square", "broken_by", "ddn_distance"} <= set(table.columns)
     for h in ("binary", "multiclass"):
         t = table[table.arm == h]
         broken = t.clean_correct & ~t.broken_by.isin(["", "clean"])

@@ -24,6 +24,7 @@ import torch
 from ..placement import to_host, to_numpy
 from .apgd import Logits, apgd_l2, apgd_targeted
 from .min_norm import ddn_l2
+from .passes import PassCounter
 from .robustness import Score, _norm, correct, pgd_l2, worst_case
 from .square import square_l2
 
@@ -84,6 +85,8 @@ class EnsembleResult:
     acc_large: float | None = None
     large_radius: float | None = None
     cascade: bool = False  # masks are cumulative: each the worst case of the attacks up to it
+    passes: PassCounter | None = None  # forward/backward point-passes per attack ("clean", "large" apart)
+    closest: torch.Tensor | None = None  # DDN's closest adversarial point per point (x where it found none)
 
     def curves(self) -> dict[str, torch.Tensor]:
         """Robust accuracy per attack and ``"worst"``: the mean over points, (R,) or (R, E)."""
@@ -157,7 +160,8 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
                           clip: tuple[float, float] | None = (0.0, 1.0),
                           generator: torch.Generator | None = None,
                           batch_size: int | None = None, cascade: bool = False,
-                          start: torch.Tensor | None = None, frontier: bool = False) -> EnsembleResult:
+                          start: torch.Tensor | None = None, frontier: bool = False,
+                          clean: torch.Tensor | None = None) -> EnsembleResult:
     """Per-attack robust masks over ``radii`` and the worst case per point, for x (n, *event) / y (n,) or
     replica-batched x (E, n, *event) / y (E, n), y ∈ {±1}.
 
@@ -170,7 +174,8 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
     ``frontier`` (implies ``cascade``): every attack after the first (all, with ``start``) descends the radii from
     each point's break radius so far and stops at the first radius where it fails: a point it cannot break at r
     is not attacked at r' < r, whose ball lies inside r's (far cheaper: a point robust to it is attacked about
-    once, not at every radius; a run without ``frontier`` shows what that skips).
+    once, not at every radius; a run without ``frontier`` shows what that skips). ``clean``: the clean-correct mask
+    when already known (an earlier stage's): its pass and the zero-gradient count are not repeated.
     """
     budget = budget or AttackBudget()
     radii = [float(r) for r in radii]
@@ -183,19 +188,19 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
                          f"the budget's 'attacks'; got {list(budget.attacks)!r} instead")
     single = y.dim() == 1
     xr, yr = (x[None], y[None].to(x.dtype)) if single else (x, y.to(x.dtype))
-    f = _lift(score, single, x.dtype)
-    lg = None if logits is None else _lift(logits, single, x.dtype)
+    counter = PassCounter(event_dims)
+    f = counter.wrap(_lift(score, single, x.dtype))
+    lg = None if logits is None else counter.wrap(_lift(logits, single, x.dtype))
+    counter.label = "clean"
     bs = batch_size or max(yr.shape[1], 1)
     chunks = [slice(i, i + bs) for i in range(0, yr.shape[1], bs)]
-    with torch.no_grad():
-        clean = torch.cat([correct(f(xr[:, c]), yr[:, c]) for c in chunks], 1)
-    zg = []
-    for c in chunks:  # zero-gradient share at x
-        with torch.enable_grad():
-            z = xr[:, c].detach().requires_grad_(True)
-            (g,) = torch.autograd.grad((yr[:, c] * f(z)).sum(), z)
-        zg.append(_norm(g, event_dims).reshape(yr[:, c].shape) == 0)
-    zero_grad = torch.cat(zg, 1) & clean
+    if clean is not None:
+        clean = clean[None] if single else clean
+        zero_grad = torch.zeros_like(clean)
+    else:
+        with torch.no_grad():
+            clean = torch.cat([correct(f(xr[:, c]), yr[:, c]) for c in chunks], 1)
+        zero_grad = torch.cat([_zero_grad(f, xr[:, c], yr[:, c], event_dims) for c in chunks], 1) & clean
     runners = _runners(budget, f, lg, positive, event_dims, clip, generator)
     grid = sorted(set(radii))
     r_max = max(radii) if radii else 0.0
@@ -206,13 +211,14 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
     masks: dict[str, torch.Tensor] = {}
     brk: dict[str, torch.Tensor] = {}
     unver: dict[str, int] = {}
-    distance = None
+    distance = closest = None
     for name in budget.attacks:
+        counter.label = name
         b_r = torch.full(clean.shape, math.inf, dtype=torch.float64, device=clean.device)  # its own breaks
         if name == "ddn":
             if r_max <= 0:
                 continue
-            distance, unver[name] = _ddn(f, xr, yr, clean, chunks, budget, r_max, event_dims, clip)
+            distance, unver[name], closest = _ddn(f, xr, yr, clean, chunks, budget, r_max, event_dims, clip)
             per_r = {}
             for r in grid:
                 alive = (base[r] if cascade else clean) & ~(distance <= r)
@@ -244,22 +250,35 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
         brk[name] = b_r
         if cascade:
             base = per_r
+    counter.label = "other"
     worst = worst_case(masks) if masks else torch.stack([base[r] for r in radii])
     large = budget.large_radius
     if large is None:
         large = math.sqrt(xr[0, 0].numel()) * (clip[1] - clip[0]) if clip is not None else 10 * r_max
     acc_large = None
-    if large > 0:
-        b, _ = _on_survivors(runners["apgd-ce"], f, xr, yr, clean, large, event_dims, clip, bs)
-        acc_large = float((clean & ~b).double().mean())
-    out = EnsembleResult(radii, clean, masks, worst, brk, distance, zero_grad, unver, acc_large, large, cascade)
+    if large > 0:  # only the points robust at the largest radius: the others are broken in any larger ball
+        left = worst[[radii.index(r_max)]][0] if radii else clean
+        with counter.stage("large"):
+            b, _ = _on_survivors(runners["apgd-ce"], f, xr, yr, left, large, event_dims, clip, bs)
+        acc_large = float((left & ~b).double().mean())
+    out = EnsembleResult(radii, clean, masks, worst, brk, distance, zero_grad, unver, acc_large, large, cascade,
+                         counter, closest)
     if single:
         out.clean, out.zero_grad = clean[0], zero_grad[0]
         out.masks = {k: m[:, 0] for k, m in masks.items()}
         out.worst = worst[:, 0]
         out.break_radius = {k: v[0] for k, v in brk.items()}
         out.distance = None if distance is None else distance[0]
+        out.closest = None if closest is None else closest[0]
     return out
+
+
+def _zero_grad(f, x: torch.Tensor, y: torch.Tensor, event_dims: int) -> torch.Tensor:
+    """Whether the score's gradient is exactly zero at each point of the chunk."""
+    with torch.enable_grad():
+        z = x.detach().requires_grad_(True)
+        (g,) = torch.autograd.grad((y * f(z)).sum(), z)
+    return _norm(g, event_dims).reshape(y.shape) == 0
 
 
 def _runners(budget: AttackBudget, f, lg, positive, event_dims: int, clip, generator) -> dict[str, Callable]:
@@ -282,15 +301,17 @@ def _runners(budget: AttackBudget, f, lg, positive, event_dims: int, clip, gener
 
 
 def _ddn(f, xr, yr, clean, chunks, budget: AttackBudget, r_max: float, event_dims: int,
-         clip) -> tuple[torch.Tensor, int]:
-    """DDN's verified distance per point (inf: none found within ``r_max``; 0 where misclassified at x) and the
-    count of its points that failed re-verification."""
+         clip) -> tuple[torch.Tensor, int, torch.Tensor]:
+    """DDN's verified distance per point (inf: none found within ``r_max``; 0 where misclassified at x), the
+    count of its points that failed re-verification, and its closest adversarial points (x where none)."""
     runs = [ddn_l2(f, xr[:, c], yr[:, c], steps=budget.ddn_steps, max_norm=r_max, alpha=r_max,
                    init_norm=r_max / 2, event_dims=event_dims, clip=clip) for c in chunks]
     x_adv, dist = torch.cat([a for a, _ in runs], 1), torch.cat([d for _, d in runs], 1)
     ok = torch.cat([_verify(f, xr[:, c], x_adv[:, c], yr[:, c], math.inf, event_dims, clip) for c in chunks], 1)
     found = clean & torch.isfinite(dist)
-    return torch.where(found & ok, dist, torch.where(clean, math.inf, 0.0)), int((found & ~ok).sum())
+    keep = (found & ok).reshape(*ok.shape, *(1,) * event_dims)
+    return (torch.where(found & ok, dist, torch.where(clean, math.inf, 0.0)), int((found & ~ok).sum()),
+            torch.where(keep, x_adv, xr))
 
 
 def compare_ensembles(scores: Mapping[str, Score], x: torch.Tensor, y: torch.Tensor, radii: list[float], *,

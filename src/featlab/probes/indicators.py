@@ -20,6 +20,7 @@ Checks (each ``{"ok": bool, "value": ..., "detail": str}``):
 from __future__ import annotations
 
 import torch
+from scipy.stats import binomtest
 
 from .ensemble import GRADIENT_FREE, EnsembleResult
 from .robustness import worst_case
@@ -36,7 +37,8 @@ def _check(ok: bool, value, detail: str) -> dict:
 
 
 def attack_indicators(result: EnsembleResult, *, strong: EnsembleResult | None = None,
-                      extra_masks: dict[str, torch.Tensor] | None = None, tol: float = 0.01) -> dict:
+                      extra_masks: dict[str, torch.Tensor] | None = None, tol: float = 0.01,
+                      strong_points: torch.Tensor | None = None) -> dict:
     """The indicators of one ensemble result (see the module docstring). ``extra_masks``: other gradient-free
     attacks' (R, *batch) masks on the same radii (e.g. :func:`~featlab.probes.robustness.direction_masks`), which
     join the masking check and are ANDed into the reported worst case. ``tol``: one point of accuracy."""
@@ -78,7 +80,10 @@ def attack_indicators(result: EnsembleResult, *, strong: EnsembleResult | None =
         checks["masking"] = _check(worst_gap <= tol, gaps,
                                    "max over radii/replicas of (gradient attacks' acc − this attack's acc)")
 
-    if strong is not None:
+    if strong is not None and strong_points is not None:
+        checks["convergence"] = _subsample_drop(worst_case(masks) if masks else result.worst, strong, strong_points,
+                                                tol)
+    elif strong is not None:
         s_acc = _acc(worst_case(dict(strong.masks) | dict(extra_masks or {})) if strong.masks else strong.worst)
         drop = float((worst - s_acc).max())
         checks["convergence"] = _check(drop <= tol, drop, "max over radii/replicas of (acc − acc with the "
@@ -87,4 +92,22 @@ def attack_indicators(result: EnsembleResult, *, strong: EnsembleResult | None =
     flagged = sorted(k for k, c in checks.items() if not c["ok"])
     out["flagged"] = flagged
     out["converged"] = not flagged
+    return out
+
+
+def _subsample_drop(worst: torch.Tensor, strong: EnsembleResult, points: torch.Tensor, tol: float) -> dict:
+    """The stronger budget run on ``points`` (indices into the batch, one replica): at each radius the share of the
+    subsample it breaks that the result left robust, and the exact 95 % interval of the largest; flagged only when
+    that interval lies above ``tol`` (a drop the subsample cannot tell from ``tol`` is not a failure)."""
+    base = worst[..., points]
+    s_w = worst_case(dict(strong.masks)) if strong.masks else strong.worst
+    k = (base & ~s_w).reshape(base.shape[0], -1).sum(-1)  # (R,)
+    m = int(points.numel())
+    kmax = int(k.max()) if m else 0
+    ci = binomtest(kmax, m).proportion_ci(0.95, method="exact") if m else None
+    lo, hi = (float(ci.low), float(ci.high)) if ci else (0.0, 1.0)
+    out = _check(lo <= tol, kmax / max(m, 1), f"largest share over radii of a {m}-point random subsample that the "
+                 f"stronger budget breaks beyond the result, 95 % interval [{lo:.3g}, {hi:.3g}] (flagged when it "
+                 f"lies above {tol})")
+    out.update(interval=[lo, hi], n=m)
     return out

@@ -39,6 +39,7 @@ from ...train.image_trainer import fit, predict
 from ...train.objectives import erm_objective
 from ...utils import generator, torch_threads
 from . import deep_measures as dm
+from .deep_attack_config import AttackFields
 from .deep_claims import (
     ATTACK,
     ATTACK_DIGITS,
@@ -57,10 +58,8 @@ from .deep_claims import (
 )
 
 
-class FAResNetConfig(ImageTrainFields):
-    NOT_TRAINING: ClassVar[frozenset[str]] = ImageTrainFields.NOT_TRAINING | {
-        "radii", "n_attack", "pgd_steps", "pgd_step_factor", "pgd_restarts", "attack", "apgd_steps", "apgd_restarts",
-        "apgd_targets", "square_queries", "ddn_steps", "check_factor", "check_seeds"}
+class FAResNetConfig(AttackFields, ImageTrainFields):
+    NOT_TRAINING: ClassVar[frozenset[str]] = ImageTrainFields.NOT_TRAINING | AttackFields.ATTACK_FIELDS
 
     seeds: int = Field(1, ge=1, description="independent runs [featlab's choice; the paper is silent: Fig 3 has no "
                        "error bars, as of one run]")
@@ -77,33 +76,6 @@ class FAResNetConfig(ImageTrainFields):
                                 "0-based class labels (fa-synthetic numbers its clusters 1..k instead)")
     augment: bool | None = Field(None, validate_default=True, description="random-crop (pad 4) + horizontal flip "
                                  "in training; None: on for CIFAR-10 only [featlab's choice; the paper is silent]")
-    radii: list[float] = Field([round(0.08 * i, 2) for i in range(11)], description="ℓ2 radii in [0,1] pixel units")
-    n_attack: int | None = Field(None, ge=1, description="attack the first n test images (None: all)")
-    pgd_steps: int = Field(20, ge=1, description="PGD iterations per radius")
-    pgd_step_factor: float = Field(2.5, gt=0, description="PGD step = factor·δ/steps")
-    pgd_restarts: int = Field(1, ge=1, description="PGD restarts")
-    attack: Literal["ensemble", "pgd"] = Field(
-        "ensemble", description="[paper silent: §6.2 says ℓ2 PGD] 'ensemble': the worst case per point over margin "
-        "PGD, APGD-CE, APGD-T, DDN and Square with the attack-failure indicators; 'pgd': margin PGD alone (the "
-        "former protocol, whose curve the ensemble also keeps)", json_schema_extra={"range": ["ensemble", "pgd"]})
-    apgd_steps: int = Field(100, ge=1, description="[paper silent: AutoAttack's 100] APGD-CE and APGD-T iterations "
-                            "per radius (and per target)", json_schema_extra={"range": [100, 50, 200]})
-    apgd_restarts: int = Field(1, ge=1, description="[paper silent: AutoAttack's 1] APGD-CE random restarts",
-                               json_schema_extra={"range": [1, 5]})
-    apgd_targets: int = Field(5, ge=1, description="[paper silent] APGD-T targets: the most likely classes of the "
-                              "other group (all 5 with J+ = 0–4, as AutoAttack's 9 are all other classes); the 2-class "
-                              "net has one, the other logit", json_schema_extra={"range": [5, 1, 3]})
-    square_queries: int = Field(5000, ge=1, description="[paper silent: AutoAttack's 5000] Square-L2 queries per "
-                                "radius", json_schema_extra={"range": [5000, 2500, 10000]})
-    ddn_steps: int = Field(100, ge=1, description="[paper silent] DDN (minimum-norm) iterations, once per point",
-                           json_schema_extra={"range": [100, 50, 200]})
-    check_factor: int = Field(2, ge=2, description="[paper silent] the convergence indicator's stronger budget: this "
-                              "many times the steps, restarts and queries of every attack but margin PGD",
-                              json_schema_extra={"range": [2, 4]})
-    check_seeds: int | None = Field(None, ge=1, description="[paper silent] the stronger budget's check runs on the "
-                                    "curves of the first this-many seeds (None: all)",
-                                    json_schema_extra={"range": [None, 1]})
-
     @field_validator("augment")
     @classmethod
     def _augment(cls, v: bool | None, info: ValidationInfo) -> bool:
@@ -120,16 +92,13 @@ class FAResNetConfig(ImageTrainFields):
 
     def estimate(self) -> list:
         """Both nets (2-class and k-class) per seed, one after another, and the attacks on (eval_batch, image)
-        batches: per radius and net, margin PGD and (ensemble) APGD-CE, APGD-T per target, Square's queries (a
-        forward each, a third of a gradient step), DDN once; the convergence check's stronger budget on top. Every
-        attack after PGD runs on the survivors only (probes/ensemble.py), taken as 0.3 of the points [our guess: a
-        robust-accuracy curve falling from the clean accuracy to ~0 over the radii]. And the dataset files it reads."""
-        per_r = float(self.pgd_steps * self.pgd_restarts)
-        if self.attack == "ensemble":
-            per_r += 0.3 * (self.apgd_steps * (self.apgd_restarts + self.apgd_targets) + self.square_queries / 3)
-        checked = (self.check_seeds or self.seeds) * (self.check_factor if self.attack == "ensemble" else 0)
-        steps = round(2 * (len(self.radii) * per_r + self.ddn_steps) * (self.seeds + checked))
+        batches: the forward and backward point-passes the attack schedule spends (``predicted_passes``; a
+        forward-and-backward pair is a gradient step, three forward passes of work, a Square query one forward).
+        And the dataset files it reads."""
         n_att = self.n_attack or (599 if self.dataset == "digits" else 10_000)  # the test sets' sizes
+        passes = self.predicted_passes(n_att)
+        square = sum(v for k, v in passes.items() if k.endswith("square"))
+        steps = round(((sum(passes.values()) - square) / 2 + square / 3) / n_att)
         return image_needs(self, arms=2, attack_points=n_att, attack_steps=steps) + dataset_needs(self)
 
 
@@ -164,7 +133,7 @@ def run_fa_resnet(ctx) -> None:
         curves = dm.summarise(ctx, masks, clean)
         pgd = {h: [a.pgd for a in atts[h]] for h in atts}
         converged = dm.record_attacks(ctx, atts)
-        if robust:
+        if robust and all(m is not None for ms in pgd.values() for m in ms):  # the 'full' schedule: PGD alone
             dm.pgd_comparison(ctx, pgd)
             curves["pgd"] = {h: torch.stack([p[1:].double().mean(-1) for p in pgd[h]]) for h in pgd}
         _draw(ctx, curves, data.num_classes)

@@ -28,6 +28,7 @@ from ...placement import to_host, to_numpy
 from ...probes.apgd import binary_logits
 from ...probes.ensemble import AttackBudget, EnsembleResult, robust_masks_ensemble
 from ...probes.indicators import attack_indicators
+from ...probes.schedule import min_norm_first
 from ...train.image_trainer import predict
 from ...utils import generator
 
@@ -38,7 +39,7 @@ ATTRIBUTION = "attacks.parquet"  # per point: which attack broke it at which rad
 def attack_budget(cfg, strong: bool = False) -> AttackBudget:
     """The attack budget of both nets of a comparison (the config's fields, one for both); ``strong``: the
     convergence indicator's, ``check_factor``× the steps, restarts and queries of every attack but margin PGD."""
-    attacks = ("pgd",) if cfg.attack == "pgd" else ("pgd", *ENSEMBLE)
+    attacks = ("pgd",) if cfg.attack == "pgd" else ("pgd", *ENSEMBLE) if cfg.attack_schedule == "full" else ENSEMBLE
     b = AttackBudget(steps=cfg.apgd_steps, restarts=cfg.apgd_restarts, n_targets=cfg.apgd_targets,
                      queries=cfg.square_queries, ddn_steps=cfg.ddn_steps, attacks=attacks,
                      pgd_steps=cfg.pgd_steps, pgd_step_factor=cfg.pgd_step_factor, pgd_restarts=cfg.pgd_restarts)
@@ -51,32 +52,48 @@ class Attacked:
     ensemble's result (per-attack masks, attribution) and its attack-failure indicators."""
 
     worst: torch.Tensor
-    pgd: torch.Tensor
+    pgd: torch.Tensor | None  # margin PGD alone (None: the schedule runs it only after DDN, in the cascade)
     result: EnsembleResult
     indicators: dict
+    passes: dict[str, int]  # forward + backward point-passes per attack ("check." prefix: the stronger budget)
 
 
 def robust_points(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], cfg, seed: int, device,
                   logits=None, positive: torch.Tensor | None = None, check: bool = False) -> Attacked:
     """Which points (n,) stay correctly classified at each radius, under each attack and in the worst case.
 
-    First ℓ2 margin PGD (Madry et al., as §6.2 says; ``pgd_steps`` steps of ``pgd_step_factor``·δ/steps), radii in
-    increasing order on its survivors: the former protocol's curve, kept beside. Then (``attack="ensemble"``)
-    APGD-CE, APGD-T (the two-logit wrapper [LSE_{J−}, LSE_{J+}] of the read-out: ``logits``/``positive``), DDN and
-    Square on what PGD left, each descending from a point's break radius (probes/ensemble.py, ``frontier``); every
+    ``attack_schedule="min-norm-first"`` (probes/schedule.py): DDN once per point, then ℓ2 margin PGD (Madry et al.,
+    as §6.2 says; ``pgd_steps`` steps of ``pgd_step_factor``·δ/steps), APGD-CE, APGD-T (the two-logit wrapper
+    [LSE_{J−}, LSE_{J+}] of the read-out: ``logits``/``positive``) and Square, each descending from a point's break
+    radius so far. ``"full"``: margin PGD alone first over every radius in increasing order on its survivors (the
+    former protocol's curve, kept beside), then APGD-CE, APGD-T, DDN and Square on what PGD left, each descending
+    from a point's break radius (probes/ensemble.py, ``frontier``). ``attack="pgd"``: margin PGD alone. Every
     adversarial point is re-verified (fresh forward pass, pixels in [0, 1], clipped norm ≤ δ). Both arms of a seed
     draw from the same "attack" stream with the same budget: a paired comparison, and two identical models get
-    identical masks. ``check``: also run the stronger budget (the convergence indicator) on what the ensemble left.
+    identical masks. ``check``: also run the stronger budget (the convergence indicator) on what the ensemble left,
+    on a fixed random subsample of ``check_points`` points (its own "check-points" stream).
     """
     x, y = x.to(device), y.to(device)
     kw = dict(event_dims=3, clip=(0.0, 1.0), batch_size=cfg.eval_batch, logits=logits, positive=positive)
-    res = robust_masks_ensemble(score, x, y, radii, budget=attack_budget(cfg), frontier=True,
-                                generator=generator(seed, "attack"), **kw)
-    strong = None
-    if check and cfg.attack == "ensemble":
-        strong = robust_masks_ensemble(score, x, y, radii, budget=attack_budget(cfg, strong=True), start=res.worst,
-                                       frontier=True, generator=generator(seed, "attack-check"), **kw)
-    return Attacked(to_host(res.worst), to_host(res.masks["pgd"]), res, attack_indicators(res, strong=strong))
+    if cfg.attack == "ensemble" and cfg.attack_schedule == "min-norm-first":
+        res = min_norm_first(score, x, y, radii, budget=attack_budget(cfg), generator=generator(seed, "attack"), **kw)
+    else:
+        res = robust_masks_ensemble(score, x, y, radii, budget=attack_budget(cfg), frontier=True,
+                                    generator=generator(seed, "attack"), **kw)
+    strong, sub = None, None
+    if check and cfg.attack == "ensemble":  # on a fixed random subsample: its drop carries its own interval
+        n = len(y)
+        m = n if cfg.check_points is None else min(cfg.check_points, n)
+        sub = torch.randperm(n, generator=generator(seed, "check-points"))[:m].sort().values.to(y.device)
+        strong = robust_masks_ensemble(score, x[sub], y[sub], radii, budget=attack_budget(cfg, strong=True),
+                                       start=res.worst[:, sub], frontier=True,
+                                       generator=generator(seed, "attack-check"), **kw)
+    passes = {k: res.passes.total(k) for k in res.passes.to_dict()}
+    if strong is not None:
+        passes.update({f"check.{k}": strong.passes.total(k) for k in strong.passes.to_dict()})
+    alone = cfg.attack == "pgd" or cfg.attack_schedule == "full"
+    return Attacked(to_host(res.worst), to_host(res.masks["pgd"]) if alone else None, res,
+                    attack_indicators(res, strong=strong, strong_points=sub), passes)
 
 
 def score_fn(model, head: str, pos_mask: torch.Tensor):
@@ -107,10 +124,12 @@ def measure_robustness(ctx, model, data: ImageData, pos_mask: torch.Tensor, head
     att = robust_points(score, data.x_test[:n], ypm[:n], [0.0, *cfg.radii], cfg, seed,
                         next(model.parameters()).device, logits=logits, positive=positive, check=check)
     rows = []
-    for name, m in (("robust_acc", att.worst), ("pgd_robust_acc", att.pgd)):
+    for name, m in (("robust_acc", att.worst), ("pgd_robust_acc", att.pgd)) if att.pgd is not None else \
+            (("robust_acc", att.worst),):
         curve = m[1:].double().mean(-1)
         rows += [(seed, cfg.epochs, f"{head}.{name}@{r:g}", float(curve[i])) for i, r in enumerate(cfg.radii)]
     rows += [(seed, cfg.epochs, f"{head}.attack.{k}", v) for k, v in indicator_values(att.indicators).items()]
+    rows += [(seed, cfg.epochs, f"{head}.passes.{k}", float(v)) for k, v in att.passes.items()]
     ctx.log(rows)
     return att
 
@@ -140,6 +159,7 @@ def record_attacks(ctx, atts: dict[str, list[Attacked]]) -> bool | None:
         for k in vals[0]:
             v = [x[k] for x in vals if not math.isnan(x[k])]
             ctx.metric(f"{h}.attack.{k}", (sum(v) if k in ("unverified", "flagged") else max(v)) if v else math.nan)
+        ctx.metric(f"{h}.attack.passes", float(sum(sum(a.passes.values()) for a in lst)))  # all seeds, all attacks
         flags = sorted({f for a in lst for f in a.indicators["flagged"]})
         checked = sum("convergence" in a.indicators["checks"] for a in lst)
         ok.append(not flags)
