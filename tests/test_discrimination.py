@@ -115,3 +115,12 @@ def test_a_field_a_run_predates_reads_as_its_default():
     for value, belongs in ((k, True), (k + 1, False)):
         rival = _rec("big", [], control="big", config={"seeds": 4, "sigma": 1e-3, "k": value})
         assert matches(rival, main) is belongs
+
+
+def test_a_rival_that_measures_nan_does_not_defeat_a_claim():
+    main = _rec("main", [_claim("toy.a", "held")])
+    big = _rec("big", [dict(_claim("toy.a", "failed"), measured=float("nan"))], control="big",
+               config={"seeds": 4, "sigma": 1e-3})
+    annotate(main, [big], EXP)
+    cell = main.claims[0]["rivals"][0]
+    assert cell["state"] == "not measured" and main.claims[0]["role"] == "unsettled"

@@ -185,7 +185,8 @@ def diagnosis_of(experiment_id: str, claim_id: str, preset: str | None) -> Diagn
 
 
 _SHORT = {"held": "✓ holds", "failed": "✗ fails", "inconclusive": "? inconclusive", "unverified": "∼ unverified",
-          "exempt": "exempt", "not run": "not run", "rival untrained": "rival untrained"}
+          "exempt": "exempt", "not run": "not run", "rival untrained": "rival untrained",
+          "not measured": "not measured (NaN)"}
 
 
 def matrix_rows(rec) -> tuple[list[str], list[list[str]]] | None:

@@ -23,6 +23,7 @@ Kinds "premise" (declared: a premise by design, e.g. the net's clean accuracy) a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from .registry import UnknownExperimentError, get_experiment
 
 MECHANISM, PREMISE, UNSETTLED = "mechanism", "premise", "unsettled"
 ROLES = (MECHANISM, PREMISE, UNSETTLED)
-EXEMPT, NOT_RUN, UNTRAINED = "exempt", "not run", "rival untrained"
+EXEMPT, NOT_RUN, UNTRAINED, NAN = "exempt", "not run", "rival untrained", "not measured"
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Cell:
     """One claim on one rival: the rival's verdict, or exempt / not run / rival untrained."""
 
     rival: str
-    state: str  # held / failed / inconclusive / unverified / exempt / not run / rival untrained
+    state: str  # held / failed / inconclusive / unverified / exempt / not run / rival untrained / not measured
     measured: Any = None
     reason: str = ""  # exempt: the paper's reason; untrained: which metric fell short
 
@@ -110,9 +111,16 @@ def cells(claim_id: str, main: RunRecord, rivals: list[RunRecord], declared: dic
             out.append(Cell(name, UNTRAINED, found.get("measured") if found else None, why))
         elif found is None:
             out.append(Cell(name, NOT_RUN, reason="the rival run did not judge it"))
+        elif status(found) == "failed" and _is_nan(found.get("measured")):
+            out.append(Cell(name, NAN, found.get("measured"), "NaN on the rival's net: a failure to measure, not a "
+                            "defeat"))
         else:
             out.append(Cell(name, status(found), found.get("measured")))
     return out
+
+
+def _is_nan(x: Any) -> bool:
+    return (isinstance(x, float) and math.isnan(x)) or (isinstance(x, str) and x.lower() == "nan")
 
 
 def role(row: list[Cell]) -> str:
