@@ -20,6 +20,7 @@ from .amp_claims import CLAIMS, CONTROLS
 from .common import (
     RFAConfig,
     assumption_notes,
+    fit_set,
     gd,
     make_dist,
     make_net,
@@ -103,7 +104,8 @@ def _d_sweep(ctx, cfg: AmplificationConfig, seeds: list[int], dtype) -> list[tup
         nn_ = make_net(cfg, seeds, dtype, ctx.device, d=d)
         w0 = nn_.W.detach().clone()
         Jd = lemmas.neuron_sets(w0, nn_.A, dd.mu, cfg.C0)
-        ctx.trained(gd(nn_, t2, 1, cfg.alpha, seeds, probe_every=10**9, prefix=f"d={d}.", desc=f"d={d}",
+        ctx.trained(gd(nn_, fit_set(cfg, t2), 1, cfg.alpha, seeds, probe_every=10**9, prefix=f"d={d}.",
+                       desc=f"d={d}",
                        threads=cfg.threads))
         r0, r1 = lemmas.median_rho_own(w0, dd.mu, Jd), lemmas.median_rho_own(nn_.W.detach(), dd.mu, Jd)
         ctx.metric(f"d={d}.rho_median@t=0", r0)
@@ -259,7 +261,8 @@ def rfa_amplification(ctx) -> None:
         score0 = net(tr.x)
     store: dict[int, torch.Tensor] = {}
     # the lemmas are statements about every step: probe every step whatever probe_every says
-    res = ctx.trained(gd(net, tr, H, cfg.alpha, seeds, probe=_probe(cfg, net, tr, te, dist, J, W0, T, store),
+    res = ctx.trained(gd(net, fit_set(cfg, tr), H, cfg.alpha, seeds,
+                         probe=_probe(cfg, net, tr, te, dist, J, W0, T, store),
                          probe_every=1, desc="GD", threads=cfg.threads))
     _measure_init(ctx, cfg, net, tr, dist, J, W0)
     _measure_first_step(ctx, cfg, net, tr, dist, J, W0, store.get(1), score0)

@@ -25,6 +25,7 @@ import torch
 from pydantic import Field
 
 from ...config import ExperimentConfig, Need
+from ...data.base import Batch
 from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
 from ...runs.claims import Assumption
 from ...runs.resources import item, sequential, tensor, work
@@ -43,6 +44,14 @@ class RFABase(ExperimentConfig):
     sigma: float | None = Field(None, gt=0, description="within-cluster std σ (Cov z = σ²I); None = App. E's "
                                 "σ² = d^{-1.2}")
     omega: float | None = Field(None, gt=0, description="init std ω_init of W; None = App. E's ω² = 0.01/(md)")
+    init: Literal["small", "ntk"] = Field(
+        "small", description="init scale when omega is None: small = App. E's ω² = 0.01/(md) (the paper's, (A6)); "
+        "ntk = ω = 1/√d, every neuron's pre-activation of order 1, the kernel (lazy) regime §1 contrasts with "
+        "[a rival's setting, not in the paper]")
+    train_labels: Literal["observed", "clean"] = Field(
+        "observed", description="labels GD fits: the observed, noisy ones (§2); clean = the clean labels ỹ of the "
+        "same points, a net trained without label noise, judged on the same observed training and test labels "
+        "[a rival's setting, not in the paper]")
     alpha: float = Field(0.1, gt=0, description="GD step size α (App. E: 0.1)")
     noise: Literal["flip", "exact", "boundary", "cluster"] = Field(
         "flip", description="label noise: i.i.d. flips at rate η (§2 with η(x) ≡ η); exact η-fraction per "
@@ -52,6 +61,8 @@ class RFABase(ExperimentConfig):
     law: Literal["gaussian", "uniform", "laplace"] = Field(
         "gaussian", description="within-cluster law, i.i.d. coordinates scaled to covariance σ²I (log-concave)")
     means: Literal["random", "axis"] = Field("random", description="μ1, μ2: random orthonormal pair, or e1, e2")
+    mean_cos: float = Field(0.0, ge=0, lt=1, description="<μ1, μ2>: 0 = §2's orthogonal means; c > 0 turns μ2 "
+                            "towards μ1 (μ2 = cμ1 + √(1 − c²)μ2, norm 1) [a rival's setting, not in the paper]")
     labels: Literal["xor", "linear", "random"] = Field(
         "xor", description="clean labels of the clusters (+µ1, −µ1, +µ2, −µ2): xor = (+1, +1, −1, −1) (§2); "
         "linear = (+1, −1, +1, −1), separated by the homogeneous halfspace sgn<µ1 + µ2, x> (the null of §2's "
@@ -71,8 +82,10 @@ class RFABase(ExperimentConfig):
         return self.sigma if self.sigma is not None else d ** -0.6
 
     def omega_for(self, d: int) -> float:
-        """ω at dimension d: the field, or App. E's ω² = 0.01/(md)."""
-        return self.omega if self.omega is not None else math.sqrt(0.01 / (self.m * d))
+        """ω at dimension d: the field, or App. E's ω² = 0.01/(md) (init = ntk: 1/√d)."""
+        if self.omega is not None:
+            return self.omega
+        return 1 / math.sqrt(d) if self.init == "ntk" else math.sqrt(0.01 / (self.m * d))
 
     def T(self) -> int:
         return lemmas.stopping_time(self.alpha)
@@ -119,7 +132,7 @@ def make_dist(cfg: RFABase, seeds, etas: list[float], dtype, device: torch.devic
     d = _size(cfg, "d", d)
     return XORClusterDistribution.create(seeds, d, cfg.sigma_for(d), etas, law=cfg.law, noise=cfg.noise,
                                          means=cfg.means, dtype=dtype, labels=cfg.labels,
-                                         device=device)
+                                         mean_cos=cfg.mean_cos, device=device)
 
 
 def make_net(cfg: RFABase, seeds, dtype, device: torch.device, d: int | None = None) -> EnsembleTwoLayer:
@@ -127,6 +140,12 @@ def make_net(cfg: RFABase, seeds, dtype, device: torch.device, d: int | None = N
     d = _size(cfg, "d", d)
     return EnsembleTwoLayer.init(seeds, d, rfa_readout(cfg.m), sigma_w=cfg.omega_for(d), sigma_b=None,
                                  dtype=dtype, device=device, role="init")
+
+
+def fit_set(cfg: RFABase, tr: Batch) -> Batch:
+    """The batch GD fits: ``tr``, or (train_labels = clean) the same points with their clean labels ỹ (the rival
+    trained without label noise); every measurement still reads ``tr``'s observed labels."""
+    return tr if cfg.train_labels == "observed" else Batch(tr.x, tr.y_clean, tr.info)
 
 
 def pattern_stats(score: torch.Tensor, b) -> dict[str, torch.Tensor]:

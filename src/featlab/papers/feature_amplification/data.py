@@ -85,12 +85,16 @@ class XORClusterDistribution:
     @classmethod
     def create(cls, seeds: list[int], d: int, sigma: float, eta: float | list[float] = 0.0, *,
                law: str = "gaussian", noise: str = "flip", means: str = "random", dtype=torch.float32,
-               quantile_samples: int = 20000, labels: str = "xor", device=None) -> XORClusterDistribution:
+               quantile_samples: int = 20000, labels: str = "xor", mean_cos: float = 0.0,
+               device=None) -> XORClusterDistribution:
         etas = [float(eta)] * len(seeds) if isinstance(eta, (int, float)) else [float(e) for e in eta]
         assert len(etas) == len(seeds), (len(etas), len(seeds))
         # built on the host (the same numbers on every device), then moved whole; sampling reads host copies
         mu = cpu_draws(orthonormal_means)
-        mu = torch.stack([mu(d, means, generator(s, "means")) for s in seeds]).to(dtype=dtype)
+        mu = torch.stack([mu(d, means, generator(s, "means")) for s in seeds])
+        if mean_cos:  # a rival's setting: µ2 turned towards µ1 (§2's means are orthogonal), both of norm 1
+            mu = torch.stack([mu[:, 0], mean_cos * mu[:, 0] + math.sqrt(1 - mean_cos**2) * mu[:, 1]], 1)
+        mu = mu.to(dtype=dtype)
         dist = cls(mu, float(sigma), torch.tensor(etas, dtype=torch.float64, device="cpu"), law, noise, labels=labels)
         if noise == "boundary":
             dist.quantile = torch.stack([dist._boundary_quantile(e, s, quantile_samples)

@@ -25,12 +25,12 @@ from pydantic import Field
 
 from ...nn.twolayer import sign_prediction
 from ...placement import to_host, to_numpy
-from ...runs.claims import Assumption, AtLeast, Claim, Control
+from ...runs.claims import Assumption, AtLeast, Claim
 from ...runs.registry import experiment
 from ...runs.uncertainty import Clustered
-from . import fig_regime
+from . import fig2_rivals, fig_regime
 from . import plots as plots_rfa
-from .common import RFABase, assumption_notes, gd_logspaced, make_dist, make_net, pattern_stats
+from .common import RFABase, assumption_notes, fit_set, gd_logspaced, make_dist, make_net, pattern_stats
 from .diagnoses import diagnosed
 
 
@@ -47,6 +47,10 @@ class Fig2Config(RFABase):
                         "paper is silent]")
     d_high: int = Field(2000, ge=2, description="d of the high-dimensional regime [featlab's choice; the paper is "
                         "silent]")
+    sigma_high: float | None = Field(
+        None, gt=0, description="σ of the high-dimensional regime; None = the sigma field (App. E's d^-0.6 at d_high) "
+        "[a rival's setting: the harmful-regime rival keeps the paper net's σ there, so f*'s clean error, which "
+        "depends on σ alone, stays ≈ 0]")
     steps_low: int = Field(100_000, ge=1, description="GD iterations, low-dim regime [not in the paper; ~1e5]")
     steps_high: int = Field(100_000, ge=1, description="GD iterations, high-dim regime [not in the paper]")
     per_decade: int = Field(10, ge=1, description="probes per decade of iterations (log-spaced)")
@@ -88,33 +92,7 @@ CLAIMS_FIG2 = [
           AtLeast(lo=1, of=OPTIMAL), why=WHY_OPTIMAL),
 ]
 
-CONTROLS_FIG2 = [
-    Control("early-stopped", {"steps_low": 3, "steps_high": 3},
-            "both regimes stopped at Thm 1's T = 3: the nets have learned the clusters (clean test accuracy at "
-            "least the long runs') but fitted no noisy point (Thm 1 (1))",
-            claims=("rfa.fig2_low_fits", "rfa.fig2_high_interpolates"),
-            premise="Fig 2's long training far past T", trained=("low.clean_test_acc@end", "high.clean_test_acc@end")),
-    Control("benign-regime", {"n_low": 40, "d_low": 400, "steps_low": 20_000},
-            "the 'low-dimensional' regime run at the high-dimensional regime's (n, d) = (40, 400), d ≫ n: it "
-            "interpolates the noise as long, but benignly, so its test accuracy must not fall",
-            claims=("rfa.fig2_low_drops",), premise="n ≫ d (Fig 2's low-dimensional regime)",
-            trained=("low.clean_test_acc@end",), tiny={"steps_low": 30}),
-    Control("harmful-regime", {"n_high": 100, "d_high": 10, "steps_high": 30_000},
-            "the 'high-dimensional' regime run at the low-dimensional regime's (n, d) = (100, 10), n ≫ d: its "
-            "clusters overlap (σ√d = 0.79) and fitting the noise costs test accuracy",
-            claims=("rfa.fig2_high_T", "rfa.fig2_high_benign", "rfa.fig2_high_interpolates"),
-            premise="d ≫ n (Fig 2's high-dimensional regime)", trained=("high.train_clean_correct@end",),
-            tiny={"steps_high": 30}),
-    Control("overlapping-clusters", {"sigma": 0.5},
-            "σ = 0.5 instead of App. E's d^-0.6 = 0.25 at d = 10 (σ√d = 1.6): the clusters overlap, f* itself errs "
-            "on many clean points and no classifier reaches 1 − η, while the net still fits its clean training "
-            "points (only the n ≫ d regime trains)",
-            claims=("rfa.fig2_low_peak",), premise="separated clusters ((A2) σ√d small), without which the "
-            "optimum 1 − η is out of reach", trained=("low.train_clean_correct@end",)),
-    Control("random-labels", {"labels": "random", "steps_low": 100, "steps_high": 100},
-            "clean labels a fair coin independent of x (100 steps, for cost): no test accuracy above chance",
-            claims=("rfa.fig2_high_T", "rfa.fig2_low_peak", "rfa.fig2_high_benign")),
-]
+CONTROLS_FIG2 = fig2_rivals.CONTROLS  # (fig2_rivals.py)
 
 PRESETS_FIG2: dict[str, dict[str, Any]] = {
     "quick": {"seeds": 2, "n_low": 100, "d_low": 10, "n_high": 40, "d_high": 400, "m": 100,
@@ -161,6 +139,8 @@ def _fig2_train(cfg: Fig2Config, seeds, dtype, device, n: int, d: int, steps: in
     on the test and validation sets; returns (run, points) with points = {"test": {step: (E, N)}, "val": ...,
     "opt": (E, N) correctness of the optimal ỹ, "noisy_fit": fitted noisy training points at the end,
     "noisy_seed": the seed of each of them}."""
+    if name == "high" and cfg.sigma_high is not None:
+        cfg = cfg.model_copy(update={"sigma": cfg.sigma_high})
     dist = make_dist(cfg, seeds, [cfg.eta] * len(seeds), dtype, device, d=d)
     tr, te = dist.sample(n, seeds, "train"), dist.sample(cfg.n_test, seeds, "test")
     va = dist.sample(cfg.n_test, seeds, "val")  # chooses the peak step; never judged on
@@ -179,7 +159,7 @@ def _fig2_train(cfg: Fig2Config, seeds, dtype, device, n: int, d: int, steps: in
                     "test_acc": (pt == te.y).to(dtype).mean(-1),
                     "clean_test_acc": (pt == te.y_clean).to(dtype).mean(-1)}
 
-    res = gd_logspaced(net, tr, steps, cfg.alpha, seeds, probe, cfg.per_decade, prefix=f"{name}.",
+    res = gd_logspaced(net, fit_set(cfg, tr), steps, cfg.alpha, seeds, probe, cfg.per_decade, prefix=f"{name}.",
                        desc=f"{name} GD", threads=cfg.threads)
     with torch.no_grad():
         pts["noisy_fit"] = to_host((sign_prediction(net(tr.x)) == tr.y)[tr.noisy])

@@ -15,7 +15,7 @@ import torch
 from ...nn.twolayer import sign_prediction
 from ...placement import to_host, to_numpy
 from ...utils import Replicas
-from .common import SegmentedRun, gd_logspaced, make_dist, make_net
+from .common import SegmentedRun, fit_set, gd_logspaced, make_dist, make_net
 from .data import f_star
 
 
@@ -47,7 +47,8 @@ def run_d(cfg, seeds, d: int, dtype, device) -> tuple[SegmentedRun, dict]:
                 for i, (s, lab) in enumerate(zip(reps, reps.labels))]
         res = SegmentedRun("complete", "", pd.DataFrame(rows, columns=["seed", "step", "metric", "value"]))
     else:
-        res = gd_logspaced(net, tr, cfg.steps_long, cfg.alpha, reps, probe, cfg.per_decade, desc=f"d={d} GD",
+        res = gd_logspaced(net, fit_set(cfg, tr), cfg.steps_long, cfg.alpha, reps, probe, cfg.per_decade,
+                           desc=f"d={d} GD",
                            threads=cfg.threads)
     with torch.no_grad():
         fs = sign_prediction(f_star(te.x, dist.mu))

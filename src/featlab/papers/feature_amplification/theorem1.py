@@ -16,15 +16,16 @@ from ...config import check
 from ...data.base import Batch
 from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
 from ...placement import to_numpy
-from ...runs.claims import AtLeast, AtMost, Claim, Control, Near
+from ...runs.claims import AtLeast, AtMost, Claim, Near
 from ...runs.registry import experiment
 from ...train.loop import TrainResult
 from ...utils import Replicas
-from . import lemmas
+from . import lemmas, rivals
 from . import plots as plots_rfa
 from .common import (
     RFAConfig,
     assumption_notes,
+    fit_set,
     gd,
     make_dist,
     make_net,
@@ -89,35 +90,7 @@ CLAIMS = [
               "3 s.e. = 3√(3/16/(n_test·E)) of the test estimate", kind="check"),
 ]
 
-_ETA = 0.15  # Fig 1's and App. E's noise rate: the mechanism controls run it alone (one of the quick grid's η)
-_TRAINED = (f"eta={_ETA:g}.train_acc", f"eta={_ETA:g}.train_clean_correct")
-CONTROLS = [
-    Control("untrained", {"steps": 0, "n_sweep": [], "seeds": 1},
-            "T = 0: the network at its random initialisation, same data and measurements (one seed per η and no "
-            "n-sweep, for cost)",
-            claims=("rfa.thm1_pattern", "rfa.thm1_test_err", "rfa.thm1_clean")),
-    Control("linear-labels", {"labels": "linear", "n_sweep": [], "seeds": 1, "etas": [0.1]},
-            "clusters +µ1, +µ2 labelled +1 and −µ1, −µ2 labelled −1: the homogeneous halfspace sgn<µ1 + µ2, x> "
-            "separates them, the null of §2's 'linear classifiers are no better than chance' (one seed at η = 0.1, "
-            "no n-sweep, for cost)",
-            claims=("rfa.linear_chance", "rfa.linear_bias")),
-    Control("no-early-stop", {"alpha": 20.0, "steps": 1000, "etas": [_ETA], "seeds": 1, "n_sweep": []},
-            f"GD run to αt = 2·10⁴ instead of stopping at T (αT = 0.35): 1000 steps of α = 20 (a long run at α = 0.1 "
-            f"does not fit one noisy point in 3000 steps; this CPU cannot reach 2·10⁵), η = {_ETA:g}, one seed, no "
-            "n-sweep. The net fits a share of the noisy points (training accuracy rises), which costs clean test "
-            "points in this n ≫ d setting",
-            claims=("rfa.thm1_pattern", "rfa.thm1_test_err", "rfa.thm1_clean"),
-            premise="early stopping at T = 1 + 1/(4α) (Thm 1 holds at T; Lemma 13's induction runs only to 1/(4α))",
-            trained=_TRAINED),
-    Control("majority-noise", {"noise": "cluster", "etas": [_ETA], "seeds": 2},
-            f"η = {_ETA:g} with every flip in cluster +µ1 (rate 4η = 0.6 there, its majority label wrong): the "
-            "same overall noise rate as the own run's η = 0.15, but the +µ1 cluster's neurons gain on the wrong "
-            "label, so the net learns it (its training accuracy on the observed labels stays as high)",
-            claims=("rfa.thm1_pattern", "rfa.thm1_clean", "rfa.thm1_rate"),
-            premise="(A4) η ≤ 1/C at the C the proofs need: every cluster's noisy share ≪ its clean edge n/C2 "
-                    "(eq. 33), so no cluster's majority label is flipped",
-            trained=_TRAINED[:1]),  # the +µ1 cluster's clean points are the minority there: only the fit counts
-]
+CONTROLS = rivals.THEOREM1  # (rivals.py)
 
 PER_ETA = ("test_err", "clean_test_err", "train_acc", "train_clean_correct", "train_noisy_fit", "pattern_exact",
            "fstar_test_err", "fstar_clean_test_err", "fstar_agreement")
@@ -148,8 +121,8 @@ def _train(cfg: Theorem1Config, seeds: list[int], n: int, dtype, device, prefix:
     tr = dist.sample(n, reps, "train")
     te = dist.sample(cfg.n_test, reps, "test")
     net = make_net(cfg, reps, dtype, device)
-    res = gd(net, tr, cfg.steps_(), cfg.alpha, reps, probe=pattern_probe(net, tr), probe_every=cfg.probe_every,
-             desc=f"{prefix}GD (η, seed) × {len(reps)}", threads=cfg.threads)
+    res = gd(net, fit_set(cfg, tr), cfg.steps_(), cfg.alpha, reps, probe=pattern_probe(net, tr),
+             probe_every=cfg.probe_every, desc=f"{prefix}GD (η, seed) × {len(reps)}", threads=cfg.threads)
     return Thm1Run(reps, dist, tr, te, net, res)
 
 
