@@ -11,11 +11,10 @@ from featlab.runs.discrimination import annotate
 from featlab.runs.registry import list_experiments
 from test_controls import control_inputs
 
-# Experiments whose quick run and controls take minutes here (mm-multiview alone: ~7 min for its own run and three
-# controls): their mechanism controls run with `pytest -m slow` until the speed work brings them under the suite's
-# budget. What the default suite still checks of them: λ ∈ {0, 1} is ERM through the all-pairs code
-# (test_mm_core), the control's overrides resolve and target declared claims (test_every_claim_has_...), and the
-# sanity controls. Their last measured outcome at quick is in the docs (docs/*.md, "Controls").
+# Experiments whose quick run and rivals take minutes here (mm-multiview alone: ~7 min for its own run and its
+# rivals): these full-quick checks run with `pytest -m slow`; the default suite runs the same rivals at a cheaper
+# setting that keeps the verdicts (tests/test_rivals_fa.py: fa-ablation-n; test_rivals_mm.py: mm-multiview,
+# mm-spurious-digits; test_rivals_rfa.py: rfa-phase), with the matrix and the trained-net check.
 SLOW = {"mm-multiview", "mm-spurious-digits", "rfa-phase", "fa-ablation-n"}
 
 

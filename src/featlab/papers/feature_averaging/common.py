@@ -26,10 +26,11 @@ from ...config import ExperimentConfig, Need, check
 from ...data.base import Batch
 from ...nn.twolayer import EnsembleTwoLayer, block_readout, joint_preactivation, sign_prediction, signed_readout
 from ...train.loop import TrainResult, train
-from ...train.objectives import cross_entropy, logistic
+from ...train.objectives import cross_entropy
 from ...utils import per_replica, torch_threads
 from . import gram, measures
 from .data import MultiClusterDistribution, relabel
+from .fine_binary import binary_objective, supervision_ok
 from .flow import flow
 
 
@@ -57,6 +58,9 @@ class FADataConfig(ExperimentConfig):
     init: Literal["random", "decoupled"] = Field(
         "random", description="binary net's start: the paper's small random init, or (a control) that init plus Thm "
         "D.3's robust decoupled network (neuron (s, r) = μ_j of its own class, bias −αd/2)")
+    binary_supervision: Literal["coarse", "fine"] = Field(
+        "coarse", description="labels the binary net's first layer learns from: the paper's binary labels (eq. 1), or "
+        "(the 'fine-binary' rival) the cluster labels by §4.2's cross-entropy, then read out as f (fine_binary.py)")
     labels: Literal["cluster", "random", "shuffled-in-class"] = Field(
         "cluster", description="training labels: the paper's (a function of the cluster), or a control's — "
         "'random' (binary and fine labels re-drawn independently of the cluster) or 'shuffled-in-class' (fine "
@@ -84,6 +88,8 @@ class FADataConfig(ExperimentConfig):
               f"must list 0-based clusters in 0..{self.k - 1}; got {self.positive}")
         check(0 < len(set(pos)) < self.k, "positive", "must leave both J+ and J− non-empty",
               f"list between 1 and {self.k - 1} distinct clusters")
+        ok, why = supervision_ok(self)
+        check(ok, "m", why, "raise m or use binary_supervision=coarse")
         if self.norm_scales is not None:
             check(len(self.norm_scales) == self.k and all(s > 0 for s in self.norm_scales), "norm_scales",
                   f"must hold k={self.k} positive numbers")
@@ -282,10 +288,11 @@ def _kclass_probe(cfg, dist, tr, net, x):
 
 
 def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
-    """Full-batch GD on the logistic loss (FA eq. 1)."""
+    """Full-batch GD on the logistic loss (FA eq. 1; ``binary_supervision='fine'``: the rival's, fine_binary.py)."""
     net, x = _binary_start(cfg, seeds, dist, tr), train_inputs(cfg, tr)
-    res = _fit(cfg, [net.W, net.b], lambda step: logistic(net(x), tr.y), seeds, _binary_probe(cfg, dist, tr, net, x),
-               prefix)
+    loss = binary_objective(cfg, dist, tr)  # eq. 1, or the fine-binary rival's (fine_binary.py)
+    res = _fit(cfg, [net.W, net.b], lambda step: loss(net, net.preactivation(x)), seeds,
+               _binary_probe(cfg, dist, tr, net, x), prefix)
     return net, res
 
 
@@ -308,10 +315,11 @@ def fit_both(cfg, seeds, dist, tr) -> tuple[EnsembleTwoLayer, TrainResult, Ensem
         train_inputs(cfg, tr)
     probes = {"binary.": _binary_probe(cfg, dist, tr, bnet, x), "multiclass.": _kclass_probe(cfg, dist, tr, knet, x)}
     last: dict[str, torch.Tensor] = {}
+    bloss = binary_objective(cfg, dist, tr)
 
     def loss_fn(step):
         zb, zk = joint_preactivation([bnet, knet], x)
-        last["binary."], last["multiclass."] = logistic(bnet.head(zb), tr.y), cross_entropy(knet.head(zk), tr.cluster)
+        last["binary."], last["multiclass."] = bloss(bnet, zb), cross_entropy(knet.head(zk), tr.cluster)
         return last["binary."] + last["multiclass."]
 
     def probe(step):

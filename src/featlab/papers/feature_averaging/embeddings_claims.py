@@ -8,9 +8,9 @@ Mechanism controls keep both heads trained (their test accuracy is compared with
 
 * ``fine-shuffled``: the k-class head's fine labels are re-drawn uniformly within each image's coarse class (once
   per seed): same head, loss and coarse supervision, but no fine-grained information, so nothing can decouple.
-* ``large-init``: the first-layer weights start at a large random init (σ_w = 10, lr and steps raised so that the
-  heads still fit the data), so the weights stay near their random init (the lazy regime), outside the small-init
-  premise under which gradient descent averages the class features (Thm 4.5).
+* ``large-init``: the first-layer weights start at a large random init (σ_w = 2, the run's own lr and steps), outside
+  the small-init premise under which gradient descent averages (Thm 4.5) or decouples (Thm 4.7) the class
+  features; the heads still fit the data.
 
 ``fa.emb_binary_averages`` is measured per neuron and without the heads' grouping of neurons into classes
 (the grouping is arbitrary in the 2-class head, whose neurons of a sign are exchangeable: a grouped diagonal excess
@@ -51,16 +51,18 @@ FINE_SHUFFLED = Control(
     "same head, loss and coarse supervision, but no fine-grained information, so its neurons of a label cannot "
     "decouple; the 2-class / k-class comparison is then against a head that does not decouple",
     claims=("fa.emb_kclass_decouples", "fa.emb_binary_averages"),
+    exempt={"fa.emb_binary_blocks": "the rival changes the k-class head's labels only: the 2-class head and its "
+            "labels are the paper's (§6.1, Fig 2c; Thm 4.5 is about that net)"},
     premise="§6.1 / Thm 4.7: the fine-grained (k-class) labels that make the k-class head learn each class's "
             "feature apart", trained=("multiclass.test_acc",))
 LARGE_INIT = Control(
-    "large-init", {"sigma_w": 10.0, "lr": 3e-2, "steps": 600},
-    "σ_w = 10 (the claims' runs: 1e-3), with lr and steps raised (3e-2, 600) so that the heads still fit the data: "
-    "‖w_r(0)‖ ≈ 80 while Adam moves each weight by at most lr·steps = 18 per coordinate, so the weights stay "
-    "dominated by their random init (the lazy regime) and the 2-class head's neurons neither align with nor average "
-    "its label's class features. (The k-class head still decouples there, diagonal excess ≈ 0.36: it is not a "
-    "control for fa.emb_kclass_decouples)",
-    claims=("fa.emb_binary_blocks", "fa.emb_binary_averages"),
+    "large-init", {"sigma_w": 2.0},
+    "σ_w = 2 (the claims' runs: 1e-3; σ_w² = 4, 4·10⁷ × A.4's η·k⁻⁵), at the run's own lr and steps: the heads start "
+    "far outside the small-init regime in which gradient descent averages (2-class) or decouples (k-class) the class "
+    "features, and still fit the data. σ_w = 2 is the largest of {1, 2, 3, 5, 10} at which both heads stay within "
+    "0.05 of the paper heads' test accuracy at quick (measured: 3 leaves the k-class head 0.051 below); the former "
+    "σ_w = 10 needed lr and steps raised too, so it changed more than the init. Both nets start large, as "
+    "fa-synthetic's large-init: it must fail every claim",
     premise=SMALL_INIT, trained=("binary.test_acc", "multiclass.test_acc"))
 UNTRAINED = Control("untrained", {"steps": 0}, "steps = 0: both heads at their random init (std sigma_w), same "
                     "embeddings and measurements; random weights neither decouple nor average")
@@ -73,7 +75,7 @@ ASSUMPTIONS = [
     Assumption("small init", SMALL_INIT, met={"quick": False, "paper": False},
                why="both presets: σ_w = 1e-3 (σ_w² = 1e-6, 10× above η·k⁻⁵ = 1e-7 at lr 1e-2, k = 10) and full-batch "
                    "Adam [paper silent on the heads' optimiser]; no setting of §6 meets A.4's other conditions "
-                   "(d = Ω(k¹⁰), η = O(d⁻²)) either. Still 10⁸× below the 'large-init' control's σ_w² = 100"),
+                   "(d = Ω(k¹⁰), η = O(d⁻²)) either. Still 4·10⁶× below the 'large-init' rival's σ_w² = 4"),
     Assumption("class structure", "the embeddings cluster by class (Fig 10: within-class correlation well above "
                "between-class), the analogue of the clusters μ_j of Assumption 3.2", met={"quick": True,
                                                                                             "paper": True},

@@ -37,7 +37,7 @@ from ...config import Need, check
 from ...nn.twolayer import binary_readout, sign_prediction
 from ...probes.certify import robust_interval
 from ...probes.robustness import worst_case
-from ...runs.claims import Assumption, AtMost, Claim, Control, Within
+from ...runs.claims import Assumption, AtMost, Claim, Within
 from ...runs.registry import experiment
 from ...runs.uncertainty import Bracket
 from ...train.loop import TrainResult
@@ -45,6 +45,7 @@ from ...utils import generator, torch_threads
 from . import assumptions, attacks, gram, measures
 from .common import FASyntheticConfig, fit_both, make_data
 from .phase_plots import phase_figure
+from .phase_rivals import DECOUPLED, LARGE_INIT, SHUFFLED, UNTRAINED
 
 # Student t 97.5 % quantiles for 1..30 degrees of freedom (the last also used above 30: a slightly wide interval)
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -255,33 +256,6 @@ ASSUMPTIONS = [_with_theory(_GRID.get(a.ref) or Assumption(a.ref, a.text, a.met,
 THEORY = {"seeds": 2, "ks": [4, 8, 16], "ds": [2**20, 2**26, 2**30, 2**34, 2**40, 2**44], "n_test": 200,
           "n_radii": 13, "pgd_steps": 20, "convergence_check": False, "thm46_starts": 1, "scaling": "theory",
           "simulation": "gram", "integrator": "flow", "dtype": "float64"}
-
-UNTRAINED = Control("untrained", {"T": 0, "seeds": 1, "n_test": 100, "n_radii": 5},
-                    "T = 0: the nets at their random init (σ = 1e-5): no averaging, no classifier, so no critical "
-                    "radius (NaN) and no exponent (one seed, 100 test points, 5 radii, for cost)")
-LARGE_INIT = Control(
-    "large-init", {"sigma_w": 1e-3, "sigma_b": 1e-3},
-    "σ_w = σ_b = 1e-3 (Fig 7's large init) in every cell: the nets still classify, but GD starts outside the "
-    "small-init regime Thm 4.5's proof starts from, and Fig 7 shows no averaging there (the cells are then judged "
-    "whatever their init premise says: the control removes it on purpose)",
-    claims=("fa.phase_cos_everywhere",),
-    premise="small initialization, Assumption A.4: σ_w² = σ_b² ≤ ηk⁻⁵", trained=("binary.clean_acc_min",))
-DECOUPLED = Control(
-    "decoupled-init", {"init": "decoupled"},
-    "in every cell the binary net starts at Thm D.3's robust decoupled network (each neuron one centre of its "
-    "class, bias −αd/2) plus the small init: it classifies from step 0 and GD keeps it there, so its radius should "
-    "not scale like √(d/k)",
-    claims=("fa.phase_cos_everywhere", "fa.phase_binary_exponent"),
-    premise="GD from a small init (Assumption A.4; the proof of Thm 4.5 starts at w ≈ 0, Remark 5.6)",
-    trained=("binary.clean_acc_min",))
-SHUFFLED = Control(
-    "shuffled-fine-labels", {"labels": "shuffled-in-class"},
-    "each training point's fine label re-assigned to a random cluster of its own coarse class in every cell: the "
-    "binary read-out still classifies, but the labels no longer name the cluster, so nothing decouples and the "
-    "k-class radius should scale like the binary net's √(d/k)",
-    claims=("fa.phase_kclass_exponent",), premise="fine-grained labels that name the point's cluster (§4.2)",
-    trained=("multiclass.clean_acc_min",))
-
 
 @experiment(
     "fa-phase", paper="feature-averaging", reference="Thms 4.5/4.7 (beyond the paper: phase diagram)",

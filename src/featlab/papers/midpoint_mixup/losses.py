@@ -126,9 +126,12 @@ def mixup_infimum(y: torch.Tensor, a: float) -> torch.Tensor:
 # ------------------------------------------------------------------------------------------ one method's objective
 def make_loss(method: str, cfg, net, x, y, mult, seeds):
     """loss_fn(step) -> (E,) for ERM (Eq. 2.1), Midpoint Mixup (Eq. 3.1) or Beta(a, a) Mixup (Eq. 2.2), as a
-    multi-view config (``pairs``, ``mix_lam``, ``mixup_a``, ``lam_draws``, ``chunk``, ``pairs_kernel``) asks."""
+    multi-view config (``pairs``, ``mix_lam``, ``mixup_a``, ``lam_draws``, ``chunk``, ``pairs_kernel``,
+    ``erm_objective``) asks."""
     gens = [generator(s, f"mix/{method}") for s in seeds]
     N = y.shape[1]
+    if method == "erm" and getattr(cfg, "erm_objective", "erm") == "mixup":
+        method = "mixup"  # the rival 'mixup-for-erm': the ERM slot trained by Beta(a, a) Mixup (its own draws)
     if method == "erm":
         return lambda step: erm_loss(net, x, y, mult)
     ends = getattr(cfg, "mix_lam", "paper") == "endpoints"

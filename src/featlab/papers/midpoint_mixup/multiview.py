@@ -23,10 +23,8 @@ from ...config import ExperimentConfig, check
 from ...errors import TrainingDiverged
 from ...nn.activations import SmoothedReLU
 from ...nn.twolayer import EnsembleTwoLayer, block_readout
-from ...placement import to_run
 from ...runs.registry import experiment
 from ...train.loop import train
-from ...utils import generator
 from . import plots as plots_mm
 from .data import MultiViewDistribution, compress_patches, embed, orthonormal_features
 from .diagnoses import MM_MULTIVIEW, with_diagnoses
@@ -35,6 +33,7 @@ from .learned_features import correlation_stats, correlations, feature_test, lea
 from .losses import make_loss
 from .multiview_claims import ASSUMPTIONS, CLAIMS, CONTROLS, LONG, NEEDS, judge
 from .prop44 import data_margin, prop44_margins
+from .rival_data import flip_labels
 
 METHODS: tuple[Literal["erm", "midpoint", "mixup"], ...] = ("erm", "midpoint", "mixup")
 
@@ -100,8 +99,11 @@ class MultiViewConfig(ExperimentConfig):
     mix_lam: Literal["paper", "endpoints"] = Field(
         "paper", description="λ of Midpoint Mixup and Mixup: the paper's (½; Beta(a, a)) or, as a control, "
         "λ ∈ {0, 1} with ½ each: the mixed point is one of its pair, ERM's objective through the same code")
-    label_noise: float = Field(0.0, ge=0, lt=1, description="control: share of training labels replaced by a "
+    label_noise: float = Field(0.0, ge=0, lt=1, description="rival: share of training labels replaced by a "
                                "uniformly random other class (Def 4.1: none)")
+    erm_objective: Literal["erm", "mixup"] = Field(
+        "erm", description="the objective of the method 'erm': ERM (Eq. 2.1, the paper) or, as a rival, Beta(a, a) "
+        "Mixup (Eq. 2.2, mixup_a) through the same code as the method 'mixup'")
     long_steps: int = Field(0, ge=0, description="Thms 4.6/4.7 'for all t = O(poly(k))': ERM and Midpoint trained "
                             "on to this many steps (0: not measured; else > steps)")
     prop44_N: int = Field(500, ge=2, description="points of App. C.3's construction for the Prop 4.4 check")
@@ -142,15 +144,7 @@ def _data(cfg: MultiViewConfig, seeds, device=None):
         delta4=cfg.delta4, Q=cfg.Q, positions=cfg.positions, bijection=cfg.bijection, beta_law=cfg.beta_law,
         noise_classes=cfg.noise_classes, gamma_law=cfg.gamma_law)
     tr = dist.sample(cfg.N, seeds, "train", device=device)
-    n_flip = round(getattr(cfg, "label_noise", 0.0) * cfg.N)
-    if n_flip:  # control: labels of n_flip points per replica replaced by a uniformly random other class
-        y = tr.y.clone()
-        for e, s in enumerate(seeds):
-            g = generator(s, "label-noise")
-            idx, shift = to_run((torch.randperm(cfg.N, generator=g)[:n_flip],  # drawn on the host, moved once
-                                 torch.randint(1, cfg.k, (n_flip,), generator=g)), y.device)
-            y[e, idx] = (y[e, idx] + shift) % cfg.k
-        tr = type(tr)(tr.x, y, tr.info)
+    tr = flip_labels(cfg, tr, seeds)  # the rival 'label-noise' only (rival_data.py); default: none
     return dist, tr, dist.sample_balanced(cfg.n_test_per_class, seeds, "test", device=device)
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from ...runs.claims import Assumption, AtLeast, AtMost, Claim, Control
+from ...runs.claims import Assumption, AtLeast, AtMost, Claim
+from .multiview_rivals import controls as CONTROLS_OF
 
 CLASSES = "classes (seed × class)"
 
@@ -17,7 +18,9 @@ CLASSES = "classes (seed × class)"
 CLAIMS = [
     Claim("mm.train_acc", "ERM, Midpoint Mixup and Mixup fit every training point (every seed): min over methods "
           "and seeds of the train accuracy", "Thm 4.6 (1), Thm 4.7 (1)", AtLeast(lo=1),
-          why="Thms 4.6 (1) and 4.7 (1) state perfect training accuracy (an accuracy is <= 1, so >= 1 means = 1)",
+          why="Thms 4.6 (1) and 4.7 (1) state perfect training accuracy (an accuracy is <= 1, so >= 1 means = 1). A "
+              "premise: every rival net fits its training data too (that is what makes it a rival), so it cannot "
+              "tell the mechanisms apart", kind="premise",
           exact="a statement about every training point of every seed and method (the minimum): exact for the run"),
     Claim("mm.erm_one", "ERM learns exactly one feature for most classes (so both for at most 0.3 of them): mean "
           "share of classes with exactly one", "Thm 4.6 (2)", AtLeast(lo=0.7),
@@ -65,41 +68,7 @@ NEEDS = {"erm": ("mm.train_acc", "mm.erm_one", "mm.separation", "mm.erm_one_long
          "mixup": ("mm.mixup_all_both",)}
 LONG = {"erm": ("mm.erm_one_long",), "midpoint": ("mm.midpoint_both_long",)}
 
-# the device check's sizes: the experiment's tiny samples pairs; these two take the exact all-pairs losses (Eqs.
-# 2.2/3.1: Midpoint, Beta and λ ∈ {0, 1} Mixup), the torch reference kernel there as on a GPU
-ALL_PAIRS = {"pairs": "all"}
-CONTROLS = [
-    Control("untrained", {"steps": 1, "long_steps": 2}, "one GD step from the N(0, I/d) init (two for the "
-            "'trained on' claims): no feature is learned by any method and the training points are not fitted",
-            claims=tuple(c.id for c in CLAIMS if c.kind == "claim"),  # the Prop 4.4 check is about the data
-            tiny=ALL_PAIRS),
-    Control("prop44-few-patches", {"prop44_P": 20}, "App. C.3's construction with P = 20 = 2k patches: the summed "
-            "noise (P − 2)·k^-1.5 = 0.57 no longer outweighs the signal δ2/2 = 1 (Prop 4.4's Pδ3 ≫ δ2), and a "
-            "linear h fits every point (margin 1)", claims=("mm.prop44_not_linear",)),
-    Control("lambda-endpoints", {"mix_lam": "endpoints", "seeds": 1},
-            "Midpoint Mixup and Mixup through the same all-pairs code with λ ∈ {0, 1} (½ each): every mixed point "
-            "is one of its pair, so the objective is ERM's (Eq. 2.1) and both should learn one feature per class "
-            "like ERM, while fitting the data (one seed: the per-class verdicts are the units)",
-            claims=("mm.midpoint_all_both", "mm.midpoint_exact", "mm.separation", "mm.mixup_all_both",
-                    "mm.midpoint_both_long"),
-            premise="the mixing itself: λ = ½ (Eq. 3.1) or λ ~ Beta(a, a) strictly inside (0, 1)",
-            trained=("midpoint.train_acc", "mixup.train_acc"), tiny=ALL_PAIRS),
-    Control("small-d", {"d": 1000},
-            "d = 10³: the init correlations (≈ √(2 log km)/√d = 0.09) start at ρ = 0.1, at the edge of ReLU~'s "
-            "linear part, so the polynomial part never amplifies the init gap between a class's two features and "
-            "ERM learns both for most classes (0.8 of them in a scan) while fitting every point",
-            claims=("mm.erm_one", "mm.erm_one_long"),
-            premise="d = Ω(k^20) (Assumption 4.3): init correlations ≪ ρ, which Thm 4.6's winner-take-all needs",
-            trained=("erm.train_acc",)),
-    Control("label-noise", {"label_noise": 0.05, "seeds": 1},
-            "a twentieth of the training labels replaced by a random other class: the points keep their class's "
-            "features, so no net of this form fits them all (train accuracy < 1), and Midpoint Mixup's class-y "
-            "neurons must correlate with the flipped points' own class features (off-diagonal correlations of the "
-            "diagonal's order), while the clean test accuracy stays",
-            claims=("mm.train_acc", "mm.offdiag_b18"),
-            premise="Def 4.1's labels: y is the class of the point's signal features",
-            trained=("erm.test_acc", "midpoint.test_acc")),
-]
+CONTROLS = CONTROLS_OF(CLAIMS)  # the rivals and sanity controls: multiview_rivals.py
 
 K_GROWS = "k = 10 at every preset (k 'sufficiently large' is not reachable with d, P polynomial in k on this CPU)"
 ASSUMPTIONS = [

@@ -104,6 +104,16 @@ def lambda_one(dataset: str | None = None) -> Control:
     2·TOL from ERM's (the bands are disjoint: matching ERM's entry rules out matching theirs)."""
     paper = PAPER_TABLE1.get(dataset or "")
     table = [f"mm.table1_{m}" for m in ("mixup", "midpoint") if paper and abs(paper[m][0] - paper["erm"][0]) > 2 * TOL]
+    exempt = {}
+    if paper:
+        exempt["mm.table1_erm"] = ("λ = 1 changes only the two Mixups: the ERM net is the paper's own, whose entry "
+                                   "Table 1 gives, so the paper says it still matches")
+        for m in ("mixup", "midpoint"):
+            if f"mm.table1_{m}" not in table:
+                exempt[f"mm.table1_{m}"] = (
+                    f"Table 1: {METHOD_LABEL[m]}'s entry ({paper[m][0]:g} %) is within 2·{TOL:g} pp of ERM's "
+                    f"({paper['erm'][0]:g} %), so a net trained as ERM (which λ = 1 makes it) lands in its band by "
+                    "the paper's own numbers: at this tolerance the claim cannot tell the mixing from ERM")
     return Control(
         "lambda-one", {"mix_lambda": 1.0},
         "λ fixed to 1 for both Mixups: the pairing is drawn but every input and label is the example's own, so each "
@@ -112,7 +122,7 @@ def lambda_one(dataset: str | None = None) -> Control:
         claims=(*BELOW_IDS, *table),
         premise="the mixing itself (§2: training on λx_i + (1 − λ)x_j with λ-weighted labels, λ = 1/2 for Midpoint, "
                 "λ ~ U[0, 1] for Uniform): removed, the nets still fit their training data",
-        trained=TRAINED)
+        trained=TRAINED, exempt=exempt)
 
 
 def no_spurious(dataset: str) -> Control:
@@ -130,13 +140,25 @@ def no_spurious(dataset: str) -> Control:
             claims=BELOW_IDS, premise=premise, trained=TRAINED)
     paper = PAPER_TABLE1[dataset]
     table = [f"mm.table1_{m}" for m in ("midpoint", "erm") if paper[m][0] - paper["mixup"][0] > TOL]
+    exempt = dict.fromkeys(BELOW_IDS, "the abstract and §1 credit Mixup with better generalization than ERM on "
+                           "unmodified image benchmarks (Zhang et al. 2018); §5 (Remark 4.8) attributes only the size "
+                           "of Table 1's gap to the spurious feature, so the paper does not say the ordering vanishes "
+                           "without it")
+    exempt["mm.table1_mixup"] = ("§5 / Remark 4.8: Uniform Mixup learns the true feature with the spurious "
+                                 "channel present, so its entry carries no excess the channel explains, and the "
+                                 "paper gives no error without the channel to say it leaves its band")
+    if "mm.table1_midpoint" not in table:
+        exempt["mm.table1_midpoint"] = (
+            f"Table 1: Midpoint Mixup's entry ({paper['midpoint'][0]:g} %) is within {TOL:g} pp of Uniform Mixup's "
+            f"({paper['mixup'][0]:g} %): by §5 it carries no excess the spurious feature explains, so the paper "
+            "gives no reason it leaves its band without the channel")
     return Control(
         "no-spurious", {"spurious": False},
         "every training image beside zeros, as at test: without the spurious channel a net learns the true image at "
         "full scale, so ERM's error (and Midpoint's excess over Uniform Mixup) must fall below its Table 1 band "
         "(expected from clean-data results, e.g. a ResNet-18 without augmentation: FMNIST ≈ 6–8 %, CIFAR-10 "
         "≈ 12–15 % error; not measurable on this CPU)",
-        claims=tuple(table), premise=premise, trained=TRAINED)
+        claims=tuple(table), premise=premise, trained=TRAINED, exempt=exempt)
 
 
 # ------------------------------------------------------------------------------------------ premises
