@@ -101,3 +101,19 @@ def test_fine_binary_logits_average_each_clusters_neurons():
     assert torch.equal(A.argmax(1), torch.tensor([0, 1, 0, 1, 2, 3, 4, 2]))
     assert torch.allclose(A.sum(0), torch.ones(5, dtype=A.dtype))  # each cluster's logit is the mean of its neurons
     assert A[0, 0] == A[2, 0] == 0.5 and A[5, 3] == 1
+
+
+def test_the_large_init_net_holds_no_mechanism_claim(tmp_path):
+    """The issue's referee check: fa-synthetic run with the paper's own "large" init (σ_w = σ_b = 1e-3: trained, not
+    averaging) as if it were the paper's net, its rivals beside it, credits it with no held mechanism claim. Its
+    large-init rival is that very net (the run of it is the same run): what the net holds, that rival holds."""
+    out, kw = tmp_path / "runs", dict(SYNTHETIC, sigma_w=1e-3, sigma_b=1e-3)
+    own = featlab.run("fa-synthetic", "quick", out=out, quiet=True, **kw)
+    exp = featlab.get_experiment("fa-synthetic")
+    rivals = [featlab.run("fa-synthetic", "quick", out=out, control=c.name, quiet=True, **kw)
+              for c in exp.controls if c.kind == "mechanism"]
+    annotate(own, rivals, exp)
+    held = [c["id"] for c in own.claims if c.get("role") == "mechanism" and c["status"] == "held"]
+    assert held == [], held
+    kept = [c["id"] for c in own.claims if c.get("role") == "premise" and c["status"] == "held"]
+    assert "fa.binary_off_class" in kept and "fa.lambda_log" in kept, kept  # it holds them: premises, not counted

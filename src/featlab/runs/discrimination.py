@@ -92,9 +92,11 @@ def untrained_reason(rival: RunRecord, main: RunRecord) -> str:
     return ""
 
 
-def cells(claim_id: str, main: RunRecord, rivals: list[RunRecord], declared: dict[str, Any]) -> list[Cell]:
-    """The claim on every mechanism rival the experiment declares (``declared``: name → Control), run or not."""
-    runs = {(r.summary.get("control") or {}).get("name"): r for r in rivals}
+def cells(claim_id: str, main: RunRecord, rivals: list[RunRecord], declared: dict[str, Any],
+          itself: dict[str, RunRecord] | None = None) -> list[Cell]:
+    """The claim on every mechanism rival the experiment declares (``declared``: name → Control), run or not;
+    ``itself``: rivals whose settings the paper-net run already has (judged on that run)."""
+    runs = {**(itself or {}), **{(r.summary.get("control") or {}).get("name"): r for r in rivals}}
     out = []
     for name, ctl in declared.items():
         targets = set(ctl.targets_ids)
@@ -136,11 +138,15 @@ def annotate(main: RunRecord, controls: list[RunRecord], exp) -> None:
     matching rival runs among ``controls``; ``main.summary["rivals"]`` lists the rivals with their nets' metrics."""
     declared = {c.name: _Declared(c, exp) for c in exp.controls if c.kind == "mechanism"}
     rivals = [r for r in rivals_for(main, controls) if (r.summary.get("control") or {}).get("name") in declared]
+    cfg = main.summary.get("config") or {}
+    # a rival whose every override the paper-net run already has is that very net (a run of it is the same run)
+    itself = {n: main for n, d in declared.items() if d.overrides and all(cfg.get(k) == v for k, v in
+                                                                          d.overrides.items())}
     for claim in main.claims:
         kind = claim.get("kind", "claim")
         if kind != "claim":
             continue
-        row = cells(claim.get("id", "?"), main, rivals, declared)
+        row = cells(claim.get("id", "?"), main, rivals, declared, itself)
         claim["role"] = role(row)
         claim["rivals"] = [c.to_dict() for c in row]
     main.summary["rivals"] = [
@@ -155,3 +161,4 @@ class _Declared:
     def __init__(self, ctl, exp):
         self.targets_ids = tuple(ctl.targets(exp.claims))
         self.exempt = dict(getattr(ctl, "exempt", {}) or {})
+        self.overrides = dict(getattr(ctl, "overrides", {}) or {})
