@@ -9,10 +9,15 @@ from featlab.probes.indicators import attack_indicators
 from featlab.probes.min_norm import ddn_l2
 from featlab.probes.passes import PassCounter
 from featlab.probes.schedule import min_norm_first
-from test_image_attacks import POS, models  # noqa: F401  (the module-scoped fixture)
+from test_image_attacks import POS, tiny_models
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 RADII = [0.0, 0.3, 0.5, 0.7, 0.9, 1.1]
+
+
+@pytest.fixture(scope="module")
+def models():
+    return tiny_models()
 
 
 def test_passes_count_every_forward_and_backward_point_pass(models):

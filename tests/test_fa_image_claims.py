@@ -47,7 +47,7 @@ def test_digits_above_every_radius_holds_at_quick(digits):
 
 
 def test_digits_claims_rest_on_the_ensemble_and_its_indicators(digits):
-    m, radii = digits.summary["metrics"], digits.config["radii"]
+    m = digits.summary["metrics"]
     for h in ("binary", "multiclass"):
         for k in ("eps0_gap", "monotone_rise", "acc_at_large_radius", "unverified", "zero_grad_share"):
             assert m[f"{h}.attack.{k}"] == 0, (h, k)
@@ -59,7 +59,7 @@ def test_digits_claims_rest_on_the_ensemble_and_its_indicators(digits):
 
 
 def test_digits_claims_are_measured_on_the_points_both_classify_correctly(digits):
-    m, radii = digits.summary["metrics"], digits.config["radii"]
+    m = digits.summary["metrics"]
     assert {c["id"] for c in digits.claims} == {"fa.deep_kclass_more_robust", "fa.deep_kclass_above_every_radius"}
     assert 0.85 < m["both_correct_fraction"] <= min(m["binary.clean_acc"], m["multiclass.clean_acc"]) + 0.05
     for h in ("binary", "multiclass"):

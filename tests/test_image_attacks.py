@@ -30,6 +30,10 @@ def _data(n=160, seed=0):
 
 @pytest.fixture(scope="module")
 def models():
+    return tiny_models()
+
+
+def tiny_models():
     """A 4-class tiny CNN (binary read-out J+ = {2, 3}) and its binary score, trained in ~0.3 s."""
     torch.set_num_threads(1)
     torch.manual_seed(0)
