@@ -59,7 +59,7 @@ def test_digits_claims_rest_on_the_ensemble_and_its_indicators(digits):
 
 
 def test_digits_claims_are_measured_on_the_points_both_classify_correctly(digits):
-    m = digits.summary["metrics"]
+    m, radii = digits.summary["metrics"], digits.config["radii"]
     assert {c["id"] for c in digits.claims} == {"fa.deep_kclass_more_robust", "fa.deep_kclass_above_every_radius"}
     assert 0.85 < m["both_correct_fraction"] <= min(m["binary.clean_acc"], m["multiclass.clean_acc"]) + 0.05
     for h in ("binary", "multiclass"):
