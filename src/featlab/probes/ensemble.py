@@ -85,7 +85,7 @@ class EnsembleResult:
     acc_large: float | None = None
     large_radius: float | None = None
     cascade: bool = False  # masks are cumulative: each the worst case of the attacks up to it
-    passes: PassCounter | None = None  # forward/backward point-passes per attack ("clean", "large" apart)
+    passes: PassCounter = field(default_factory=PassCounter)  # point-passes per attack ("clean", "large" apart)
     closest: torch.Tensor | None = None  # DDN's closest adversarial point per point (x where it found none)
 
     def curves(self) -> dict[str, torch.Tensor]:

@@ -96,7 +96,8 @@ def cells(claim_id: str, main: RunRecord, rivals: list[RunRecord], declared: dic
           itself: dict[str, RunRecord] | None = None) -> list[Cell]:
     """The claim on every mechanism rival the experiment declares (``declared``: name → Control), run or not;
     ``itself``: rivals whose settings the paper-net run already has (judged on that run)."""
-    runs = {**(itself or {}), **{(r.summary.get("control") or {}).get("name"): r for r in rivals}}
+    runs: dict[Any, RunRecord] = dict(itself or {})
+    runs.update({(r.summary.get("control") or {}).get("name"): r for r in rivals})
     out = []
     for name, ctl in declared.items():
         targets = set(ctl.targets_ids)

@@ -132,9 +132,9 @@ def run_fa_resnet(ctx) -> None:
                 masks[head].append(atts[head][-1].worst if robust else
                                    torch.zeros(1 + len(cfg.radii), 0, dtype=torch.bool))
         curves = dm.summarise(ctx, masks, clean)
-        pgd = {h: [a.pgd for a in atts[h]] for h in atts}
+        pgd = {h: [a.pgd for a in atts[h] if a.pgd is not None] for h in atts}  # the 'full' schedule: PGD alone
         converged = dm.record_attacks(ctx, atts)
-        if robust and all(m is not None for ms in pgd.values() for m in ms):  # the 'full' schedule: PGD alone
+        if robust and all(len(pgd[h]) == len(atts[h]) for h in atts):
             dm.pgd_comparison(ctx, pgd)
             curves["pgd"] = {h: torch.stack([p[1:].double().mean(-1) for p in pgd[h]]) for h in pgd}
         _draw(ctx, curves, data.num_classes)

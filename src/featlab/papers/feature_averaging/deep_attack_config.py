@@ -58,7 +58,8 @@ class AttackFields(BaseModel):
         re-verifications one forward each, APGD-CE at the large radius only on what survives the largest radius
         (taken as 1 %), the stronger budget on ``check_points`` of the first ``check_seeds`` seeds' curves (its
         APGD-CE, first on what the result left, visits two radii: measured)."""
-        seeds = seeds or getattr(self, "seeds", 1)
+        if seeds is None:
+            seeds = int(getattr(self, "seeds", 1))
         grad = {"pgd": 2 * self.pgd_steps * self.pgd_restarts + 1, "apgd-ce": 2 * self.apgd_steps * self.apgd_restarts
                 + 1, "apgd-t": 2 * self.apgd_steps * self.apgd_targets + 1, "square": self.square_queries + 1}
         if self.attack == "pgd":
@@ -74,7 +75,7 @@ class AttackFields(BaseModel):
                  * self.apgd_restarts + 1), "apgd-t": 2 * f * self.apgd_steps * self.apgd_targets + 1,
                  "square": f * self.square_queries + 1}.items()} if self.attack == "ensemble" else {}
         m = n if self.check_points is None else min(self.check_points, n)
-        checked = min(self.check_seeds or seeds, seeds)
+        checked = min(int(self.check_seeds or seeds), seeds)
         arms = 2
         out = {k: arms * seeds * n * v for k, v in per.items()}
         out.update({k: arms * checked * m * v for k, v in check.items()})
