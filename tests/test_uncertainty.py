@@ -183,3 +183,16 @@ def test_a_statistic_with_an_axis_parameter_is_applied_to_every_resample_at_once
     assert len(calls) < 10 and iv.lo < 1 < iv.hi + 0.2  # a few calls on stacked resamples, not one per resample
     slow = interval((x, x + 1 + 0.1 * np.sin(x)), lambda a, b: float(np.mean(b - a)))
     assert abs(slow.lo - iv.lo) < 0.05 and abs(slow.hi - iv.hi) < 0.05
+
+
+def test_paired_points_that_never_disagree_get_no_zero_width_interval():
+    """rfa-fig2's paired "net vs the optimal classifier" on 3 seeds × 6000 points, the net agreeing everywhere: the
+    difference is 0 on every point; its interval is Clopper–Pearson over the seeds (none disagreed), not [0, 0]."""
+    import numpy as np
+
+    from featlab.runs.intervals import Clustered, clopper_pearson, interval, mean_difference
+
+    a = (np.arange(600) % 7 == 0).astype(float)
+    iv = interval(Clustered((a, a.copy()), np.repeat([0, 1, 2], 200), "seeds"), mean_difference, unit="test points")
+    half = clopper_pearson(0, 3)[1]
+    assert iv.n == 3 and iv.lo == -half and iv.hi == half and half > 0.7

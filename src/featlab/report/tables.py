@@ -28,8 +28,9 @@ def verdict_text(c: dict[str, Any]) -> str:
     if s == "failed":
         return "FAILED"
     if s == "inconclusive" and c.get("by_rule"):  # the minimum-units rule: too few nets to decide
-        return (f"inconclusive (fewer than 5 nets; the interval alone: {c['by_rule']}; ~{c.get('settle')} "
-                f"{c.get('unit') or 'units'} would settle it)")
+        more = (f"~{c['settle']} {c.get('unit') or 'units'} would settle it" if c.get("settle") else
+                "at this estimate no number of units settles it")
+        return f"inconclusive (fewer than 5 nets; the interval alone: {c['by_rule']}; {more})"
     if s == "inconclusive" and c.get("settle"):
         return f"inconclusive (~{c['settle']} {c.get('unit') or 'units'} would settle it)"
     return s

@@ -239,6 +239,11 @@ def _clustered(samples: Clustered, statistic: Callable[..., float] | None, unit:
     boot = cluster_bootstrap(arrs, ids, stat, np.random.default_rng(seed), resamples)
     boot = boot[np.isfinite(boot)]
     if _flat(boot[None, :], np.array([theta]))[0]:
+        if all(_binary(a) for a in arrs):  # paired 0/1 points that never disagree: no spread to resample, and
+            # no seed disagreed at all: the share of disagreeing seeds by Clopper–Pearson bounds the difference
+            half = clopper_pearson(0, G)[1]
+            return Interval(theta - half, theta + half, G, label, method="clopper-pearson over clusters (no point "
+                            "differs)", clustered=True)
         return Interval(theta, theta, G, label, method="point", clustered=True)
     half = float(t.ppf((1 + CONFIDENCE) / 2, G - 1) * np.sqrt(G / (G - 1)) * np.std(boot, ddof=1))
     lo, hi = theta - half, theta + half
