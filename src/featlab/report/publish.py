@@ -139,7 +139,8 @@ def sync_readme(readme: str | Path) -> bool:
     data = json_loads((readme.parent / rel / VERDICTS).read_text(encoding="utf-8"))
     c, preset = data["counts"], data["preset"]
     bad = [r for r in data["rows"] if r["kind"] == "claim" and r["status"] == "failed"]
-    lines = [f"**At the papers' own settings (`{preset}` presets, run on this CPU):** {c['held']} claims held, "
+    lines = [f"**At the papers' own settings (`{preset}` presets, run on this CPU):** {c['held']} mechanism claims "
+             f"held, "
              f"{c['failed']} failed, {c['inconclusive']} inconclusive, {c['unverified']} unverified; "
              f"{c['never run']} experiments not run here at this preset (listed with what they need and their "
              f"estimated time in [{rel}/README.md]({rel}/README.md)). Failed:"]
