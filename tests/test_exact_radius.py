@@ -196,3 +196,21 @@ def test_robust_interval_and_attack_distance():
     assert iv.critical[0, 0] <= iv.critical[0, 1]
     masks = torch.tensor([[[True, False]], [[False, False]]])  # (R=2, E=1, n=2) at radii 0 and 1
     assert attack_distance([0.0, 1.0], masks).tolist() == [[1.0, 0.0]]
+
+
+def test_the_returned_point_is_misclassified_strictly():
+    """On small random nets (where rounding at the boundary is common), every verified point is misclassified by a
+    plain dense forward pass with featlab's sign rule, its norm (``upper``) brackets the distance from above by at
+    most a relative 1e-5, and every finite distance is verified."""
+    checked = 0
+    for seed, (M, d) in enumerate([(4, 3), (5, 2), (4, 6), (6, 4), (3, 8)]):
+        W, b, a, x, y = _net(3, M, d, 100 + seed)
+        r = exact_min_distance(W, b, a, x, y)
+        fin = torch.isfinite(r.dist)
+        assert r.verified[fin].all()
+        f = (a * (torch.bmm(x + r.delta(W), W.transpose(1, 2)) + b[:, None]).clamp_min(0)).sum(-1)
+        assert (sign_prediction(f) != y)[fin].all()
+        assert (r.upper[fin] >= r.dist[fin] * (1 - 1e-9)).all()
+        assert (r.upper[fin] <= r.dist[fin] * (1 + 1e-5) + 1e-12).all()
+        checked += int(fin.sum())
+    assert checked > 400

@@ -72,7 +72,8 @@ def test_worst_case_ensemble_breaks_the_fa_network_just_past_sqrt_d_over_k():
     f = reference.feature_averaging(dist)
     r0 = math.sqrt(d / K)
     radii = [0.0, 0.6 * r0, 1.2 * r0]
-    pgd = dict(steps=20, step_size_factor=2.5, random_start_=True, restarts=1, generators=[generator(0, "attack")])
+    pgd = dict(steps=20, step_size_factor=2.5, random_start_=True, restarts=1, generators=[generator(0, "attack")],
+               ddn_generators=[generator(0, "attack/min_norm")])
     masks = attacks.ensemble(attacks.target(f, te.x, 1.0), dist, te, radii, attacks.ATTACKS, pgd)
     acc = {a: m.double().mean(-1) for a, m in masks.items()}  # (R, E)
     worst = worst_case(masks).double().mean(-1)

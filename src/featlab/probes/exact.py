@@ -100,12 +100,39 @@ def exact_min_distance(W: torch.Tensor, b: torch.Tensor | None, a, x: torch.Tens
     for e in range(E):
         dist[e], found[e], lam[e], unst[e] = _replica(G[e], wn[e], z0[e], A[e], A0[e], yd[e], thr[e], up[e],
                                                       max_unstable)
-    xa = x.detach().to(F64) + torch.bmm(lam, Wd)  # the dense check, at δ* and (brief's form) at (1 + 1e-6)·δ*
-    h1 = _h(torch.bmm(xa, Wd.transpose(1, 2)) + (0 if b is None else b.detach().to(F64)[:, None]), A, A0, yd, thr)
-    xb = x.detach().to(F64) + (1 + 1e-6) * torch.bmm(lam, Wd)
-    h2 = _h(torch.bmm(xb, Wd.transpose(1, 2)) + (0 if b is None else b.detach().to(F64)[:, None]), A, A0, yd, thr)
-    verified = torch.isfinite(found) & ((h1 <= thr / 2) | (h2 <= 0))
+    lam, found, verified = _strict_point(Wd, b, A, A0, x.detach().to(F64), yd, lam, found, thr)
     return ExactDistance(dist.to(x.dtype), found.to(x.dtype), lam.to(x.dtype), verified, unst)
+
+
+def _strict_point(W, b, A, A0, x, y, lam, found, thr):
+    """The returned point, misclassified strictly by a dense float64 forward pass (sgn 0 = −1). The minimiser lies
+    on the boundary, so rounding can leave f(x + δ*) a hair on y's side (a candidate is accepted within θ/2); then
+    the point returned is the first of (1 + 1e-6)·δ*, one Newton step across the boundary, δ* − y·(|f| + θ)·∇f/
+    ‖∇f‖², and (at a vertex where several units are tight) the point that moves each tight unit θ to the side that
+    pushes f away from y, that is misclassified; ``found`` (the returned norm, ≥ the distance) follows it.
+    Returns (λ, found, verified)."""
+    bias = 0 if b is None else b.detach().to(F64)[:, None]
+    pre = lambda lm: torch.bmm(x + torch.bmm(lm, W), W.transpose(1, 2)) + bias
+    f = lambda lm: (A * pre(lm).clamp_min(0)).sum(-1) + A0
+    wrong = lambda v: torch.where(y > 0, v <= 0, v > 0)
+    f1 = f(lam)
+    grad = A * (pre(lam) > 0)  # ∇f = Wᵀ(a ⊙ 1[z > 0]): λ coordinates of the gradient
+    G = torch.bmm(W, W.transpose(1, 2))
+    gg = torch.einsum("enm,emk,enk->en", grad, G, grad).clamp_min(1e-300)
+    newton = lam - (y * (f1.abs() + thr) / gg)[..., None] * grad
+    z1 = pre(lam)
+    tight = (z1.abs() <= 1e-9 * (z1.abs().amax(-1, keepdim=True) + 1)) & (A != 0)  # a vertex of several faces
+    goal = torch.where(tight, -y[..., None] * A.sign() * thr[..., None], z1)  # each tight unit to y's far side
+    Gt = G[:, None] * (tight[..., :, None] & tight[..., None, :])  # (E, n, M, M): G on the tight set
+    face = lam + (torch.linalg.pinv(Gt, hermitian=True) @ (goal - z1)[..., None])[..., 0]
+    ok = wrong(f1)
+    for cand in (lam * (1 + 1e-6), newton, face):
+        take = ~ok & wrong(f(cand))
+        lam = torch.where(take[..., None], cand, lam)
+        ok = ok | take
+    n2 = torch.einsum("enm,emk,enk->en", lam, G, lam).clamp_min(0)
+    found = torch.where(torch.isfinite(found) & (found > 0), n2.sqrt(), found)
+    return lam, found, torch.isfinite(found) & ok
 
 
 def _replica(G, wn, z0, a, a0, y, thr, up, max_unstable):

@@ -205,3 +205,4 @@ def _as_table(u, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     u = u.expand(x.shape[0], -1, -1)
     idx = torch.arange(u.shape[1], device=x.device).expand(x.shape[0], -1)
     return u, idx
+

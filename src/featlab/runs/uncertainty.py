@@ -104,7 +104,10 @@ def units_to_settle(bounds: tuple[float | None, float | None], value: float, iv:
     """For an inconclusive verdict: how many units would shrink the interval (∝ 1/√n) clear of the nearest bound,
     at the same point estimate, and at least ``min_units`` where the minimum-units rule applies; None when the
     estimate sits on the bound (no number of units settles it) or a Bracket's own width reaches the bound (a
-    tighter bound settles it, not more units)."""
+    tighter bound settles it, not more units), or no interval was measured (NaN: e.g. a curve that never
+    crosses)."""
+    if not (math.isfinite(iv.lo) and math.isfinite(iv.hi)):
+        return None
     gaps = [abs(value - x) for x in bounds if x is not None]
     gap = min(gaps) if gaps else 0.0
     half = (iv.hi - iv.lo) / 2

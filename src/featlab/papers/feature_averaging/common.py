@@ -143,9 +143,14 @@ class FASyntheticConfig(FADataConfig):
     pgd_random_start: bool = Field(True, description="start PGD uniformly in the ball")
     pgd_restarts: int = Field(1, ge=1, description="PGD restarts (robust = survives all) [paper silent]",
                               json_schema_extra={"range": [1, 2]})
-    attacks: list[Literal["pgd", "pgd_softplus", "avgdir", "centre", "midpoint"]] = Field(
-        ["pgd", "pgd_softplus", "avgdir", "centre", "midpoint"], description="the ℓ2 attacks; robust accuracy is the "
-        "worst case over them, point by point (see papers/feature_averaging/attacks.py)")
+    attacks: list[Literal["min_norm", "pgd", "pgd_softplus", "avgdir", "centre", "midpoint"]] = Field(
+        ["min_norm", "pgd", "pgd_softplus", "avgdir", "centre", "midpoint"], description="the ℓ2 attacks; robust "
+        "accuracy is the worst case over them, point by point (see papers/feature_averaging/attacks.py)")
+    ddn_steps: int = Field(300, ge=1, description="min_norm: steps of each DDN run [our choice: on fa-synthetic "
+                           "quick, 300 break every point torchattacks' FAB and a dense DDN break]",
+                           json_schema_extra={"range": [300, 100, 1000]})
+    ddn_restarts: int = Field(2, ge=0, description="min_norm: DDN runs from random directions, besides the "
+                              "deterministic ones [our choice]", json_schema_extra={"range": [2, 0, 6]})
     softplus_temperature: float = Field(1.0, gt=0, description="pgd_softplus: the surrogate's softplus temperature "
                                         "in units of the net's RMS pre-activation on the test points [our choice]")
     convergence_check: bool = Field(True, description="re-attack the transition radii with twice the PGD steps and "

@@ -139,7 +139,9 @@ def _critical(cfg: FAPhaseConfig, seeds, dist, te, net, positive, radii: list[fl
     tgt = attacks.target(net, te.x, cfg.softplus_temperature, positive)
     cert = attacks.certified_radius(net, tgt.score, te.x, te.y, kclass=positive is not None)
     pgd = dict(steps=cfg.pgd_steps, step_size_factor=cfg.pgd_step_factor, random_start_=cfg.pgd_random_start,
-               restarts=cfg.pgd_restarts, certified=cert, generators=[generator(s, f"attack/{tag}") for s in seeds])
+               restarts=cfg.pgd_restarts, certified=cert, ddn_steps=cfg.ddn_steps, ddn_restarts=cfg.ddn_restarts,
+               generators=[generator(s, f"attack/{tag}") for s in seeds],
+               ddn_generators=[generator(s, f"attack/{tag}/min_norm") for s in seeds])
     worst = worst_case(attacks.ensemble(tgt, dist, te, radii, cfg.attacks, pgd))
     b = attacks.distance_bounds(net, te, radii, worst, positive)
     return robust_interval(radii, b.lower, b.upper).critical.to(te.x.dtype)
