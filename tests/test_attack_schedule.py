@@ -80,3 +80,25 @@ def test_the_check_on_a_subsample_flags_only_a_drop_its_interval_clears(k, flagg
     assert c["value"] == pytest.approx(k / 100) and c["n"] == 100
     assert c["interval"][0] <= k / 100 <= c["interval"][1]
     assert ("convergence" in ind["flagged"]) is flagged
+
+
+def test_the_boundary_stage_only_lowers_distances_and_is_counted(models):
+    """Margin PGD warm-started from DDN's closest point at the grid radius below each distance: every point it
+    breaks had a DDN distance above that radius, its new distance is at most the radius, the masks only lose
+    points, and its passes are counted apart."""
+    net, score, x, y = models
+    x, y = x[:48], y[:48]
+    b = AttackBudget(ddn_steps=4, attacks=("ddn",))  # a weak DDN leaves the boundary stage something to find
+    kw = dict(budget=b, generator=torch.Generator().manual_seed(0))
+    plain = min_norm_first(score, x, y, RADII, **kw)
+    warm = min_norm_first(score, x, y, RADII, boundary_steps=5, boundary_step=0.125, **kw)
+    assert plain.distance is not None and warm.distance is not None
+    assert (warm.distance <= plain.distance).all() and not (warm.worst & ~plain.worst).any()
+    lowered = warm.distance < plain.distance
+    assert lowered.any()
+    r = torch.tensor(RADII, dtype=torch.float64)
+    below = torch.stack([r[r < d].max() for d in plain.distance[lowered]])  # the grid radius just below
+    assert (warm.distance[lowered] <= below.to(warm.distance.dtype) * (1 + 1e-5)).all()
+    assert warm.passes.total("boundary") > 0 and plain.passes.total("boundary") == 0
+    acc = warm.worst.double().mean(-1)
+    assert (acc[1:] <= acc[:-1]).all()

@@ -76,6 +76,14 @@ def test_fa_resnet_digits_end_to_end(out):
         assert m[f"{h}.attack.eps0_gap"] == 0 and m[f"{h}.attack.unverified"] == 0
         assert m[f"{h}.attack.monotone_rise"] == 0
         assert m[f"{h}.attack.convergence_drop"] >= 0  # the stronger budget's check ran (check_seeds=1)
+    # --dry-run's pass prediction (the preset's radii, points and budgets) against the passes the run counted
+    import yaml
+
+    from featlab.papers.feature_averaging.deep import FAResNetConfig
+    cfg = FAResNetConfig(**yaml.safe_load((rec.dir / "config.yaml").read_text()))
+    predicted = sum(cfg.predicted_passes(TINY_FA["n_attack"]).values())
+    counted = m["binary.attack.passes"] + m["multiclass.attack.passes"]
+    assert abs(predicted / counted - 1) < 0.3, (predicted, counted)  # measured: 1.6 % at quick, 23 % at this size
     # a claim on a flagged curve is unverified, and only then
     flagged = m["binary.attack.flagged"] + m["multiclass.attack.flagged"] > 0
     assert all((cl["status"] == "unverified") == flagged for cl in claims.values())

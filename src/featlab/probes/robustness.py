@@ -38,9 +38,10 @@ def random_in_ball(shape, eps: torch.Tensor, event_dims: int, generator: torch.G
 def pgd_l2(score: Score, x: torch.Tensor, y: torch.Tensor, eps: float | torch.Tensor, *, steps: int = 50,
            step_size: float | torch.Tensor | None = None, random_start: bool = True, restarts: int = 1,
            event_dims: int = 1, clip: tuple[float, float] | None = None,
-           generator: torch.Generator | None = None,
-           grad_score: Score | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """ℓ2 PGD (Madry et al.) minimising the margin y·score(x + δ) over ‖δ‖ ≤ eps.
+           generator: torch.Generator | None = None, grad_score: Score | None = None,
+           start: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """ℓ2 PGD (Madry et al.) minimising the margin y·score(x + δ) over ‖δ‖ ≤ eps. ``start``: the first restart's
+    δ (a warm start, inside the ball) instead of a random one.
 
     ``grad_score``: a surrogate whose margin gives the ascent direction (e.g. the net with softplus for ReLU, whose
     gradient is not masked by inactive units); success is always judged on ``score``.
@@ -61,8 +62,10 @@ def pgd_l2(score: Score, x: torch.Tensor, y: torch.Tensor, eps: float | torch.Te
     y = y.to(x.dtype)
     fooled = ~correct(score(x).detach(), y)
     x_best = x.clone()
-    for _ in range(restarts):
-        delta = random_in_ball(x.shape, eps_b, event_dims, generator, x.dtype) if random_start else torch.zeros_like(x)
+    for i in range(restarts):
+        delta = (start.detach().clone() if start is not None and i == 0
+                 else random_in_ball(x.shape, eps_b, event_dims, generator, x.dtype) if random_start
+                 else torch.zeros_like(x))
         for _ in range(steps + 1):
             delta.requires_grad_(True)
             xa = x + delta

@@ -22,12 +22,14 @@ from dataclasses import replace
 
 import torch
 
-from .ensemble import AttackBudget, EnsembleResult, robust_masks_ensemble
+from .ensemble import AttackBudget, EnsembleResult, _verify, robust_masks_ensemble
+from .robustness import _norm, pgd_l2
 
 
 def min_norm_first(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], *, budget: AttackBudget,
                    logits=None, positive=None, event_dims: int = 3, clip=(0.0, 1.0),
-                   generator: torch.Generator | None = None, batch_size: int | None = None) -> EnsembleResult:
+                   generator: torch.Generator | None = None, batch_size: int | None = None,
+                   boundary_steps: int = 0, boundary_step: float = 0.05) -> EnsembleResult:
     """The schedule of the module docstring on x (n, *event) / y (n,) in ±1 (``score``, ``logits``, ``positive``
     as for :func:`~featlab.probes.ensemble.robust_masks_ensemble`). ``budget.attacks`` must include "ddn"; the
     others run after it in the budget's order, their masks cumulative (each the worst case up to it)."""
@@ -37,6 +39,8 @@ def min_norm_first(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], 
     kw = dict(logits=logits, positive=positive, event_dims=event_dims, clip=clip, batch_size=batch_size)
     head = robust_masks_ensemble(score, x, y, radii, budget=replace(budget, attacks=("ddn",), large_radius=0),
                                  generator=generator, **kw)
+    if boundary_steps:
+        head = _boundary(score, x, y, radii, head, boundary_steps, boundary_step, event_dims, clip)
     rest = tuple(a for a in budget.attacks if a != "ddn")
     if not rest:
         return replace(head, cascade=True)
@@ -46,3 +50,43 @@ def min_norm_first(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], 
     return replace(tail, masks={**head.masks, **tail.masks}, break_radius={**head.break_radius, **tail.break_radius},
                    unverified={**head.unverified, **tail.unverified}, distance=head.distance,
                    zero_grad=head.zero_grad, passes=head.passes, cascade=True)
+
+
+def _boundary(score, x, y, radii, head: EnsembleResult, steps: int, step: float, event_dims: int,
+              clip) -> EnsembleResult:
+    """1b. Margin PGD at the grid radius r just below each point's DDN distance d, started from DDN's closest
+    adversarial point scaled into that ball (δ·r/d), ``steps`` steps of ``step``·r: a point DDN's last iterates
+    stepped over is caught at its own boundary. A verified success lowers the point's distance to its norm."""
+    dist, closest = head.distance, head.closest
+    if dist is None or closest is None or steps <= 0:
+        return head
+    if y.dim() != 1:
+        raise ValueError("min_norm_first: the boundary stage takes one batch of points, y of shape (n,); got "
+                         f"{tuple(y.shape)} (set boundary_steps=0 for replica-batched inputs)")
+    grid = torch.tensor(sorted({float(r) for r in radii if r > 0}), dtype=torch.float64, device=dist.device)
+    if not len(grid):
+        return head
+    ev = x.shape[x.dim() - event_dims:]
+    xf, yf, df = x.reshape(-1, *ev), y.reshape(-1), dist.reshape(-1)
+    j = torch.searchsorted(grid, df.clamp(max=float(grid[-1]) * 2), right=False) - 1  # largest r < d
+    todo = torch.isfinite(df) & (df > 0) & (j >= 0)
+    if not todo.any():
+        return head
+    idx = todo.nonzero().squeeze(1)
+    r = grid[j[idx]].to(x.dtype)
+    shape = (-1, *(1,) * event_dims)
+    d0 = (closest.reshape(-1, *ev)[idx] - xf[idx]) * (r / df[idx].to(x.dtype)).reshape(shape) * (1 - 1e-6)
+    f = head.passes.wrap(score)
+    with head.passes.stage("boundary"):
+        xa, fooled = pgd_l2(f, xf[idx], yf[idx], r, steps=steps, step_size=step * r, event_dims=event_dims,
+                            clip=clip, start=d0)
+        ok = fooled & _verify(f, xf[idx], xa, yf[idx], r, event_dims, clip)  # also checks ‖xa − x‖ ≤ r
+    new = df.clone()
+    new[idx[ok]] = _norm(xa[ok] - xf[idx[ok]], event_dims).reshape(-1).to(new.dtype)
+    new = new.reshape(dist.shape)
+    rr = torch.as_tensor(radii, dtype=torch.float64, device=dist.device).reshape(-1, *(1,) * dist.dim())
+    worst = head.worst & ~(new[None] <= rr)
+    brk = torch.full(df.shape, float("inf"), dtype=torch.float64, device=df.device)
+    brk[idx[ok]] = grid[j[idx[ok]]].to(brk.dtype)
+    return replace(head, worst=worst, masks={**head.masks, "boundary": worst}, distance=new,
+                   break_radius={**head.break_radius, "boundary": brk.reshape(dist.shape)})

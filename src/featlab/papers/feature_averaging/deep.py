@@ -294,7 +294,8 @@ TINY = {"seeds": 1, "epochs": 1, "width": 2, "augment": True, "radii": [0, 0.3],
         "apgd_steps": 2, "apgd_targets": 1, "square_queries": 2, "ddn_steps": 2}
 # the quick presets' ensemble [paper silent]: a CPU budget (the paper presets keep AutoAttack's), the stronger
 # budget's check on the first seed's curves
-QUICK_ATTACK = {"apgd_steps": 20, "apgd_targets": 1, "square_queries": 10, "ddn_steps": 20, "check_seeds": 1}
+QUICK_ATTACK = {"apgd_steps": 20, "apgd_targets": 1, "square_queries": 10, "ddn_steps": 16, "check_seeds": 1,
+                "check_points": 50}
 experiment("fa-resnet-digits", paper="feature-averaging", reference=FA_REF + " on 8×8 digits",
            summary=FA_SUMMARY + " (8×8 digits, small CNN, CPU)", config=FAResNetConfig, claims=CLAIMS,
            controls=[COARSE_DIGITS], assumptions=[SETTING_DIGITS, TRAINED_DIGITS, ATTACK_DIGITS],

@@ -12,7 +12,7 @@ class AttackFields(BaseModel):
     ATTACK_FIELDS: ClassVar[frozenset[str]] = frozenset({
         "radii", "n_attack", "pgd_steps", "pgd_step_factor", "pgd_restarts", "attack", "apgd_steps", "apgd_restarts",
         "apgd_targets", "square_queries", "ddn_steps", "check_factor", "check_seeds", "attack_schedule",
-        "check_points"})
+        "check_points", "boundary_steps", "boundary_step"})
 
     radii: list[float] = Field([round(0.08 * i, 2) for i in range(11)], description="ℓ2 radii in [0,1] pixel units")
     n_attack: int | None = Field(None, ge=1, description="attack the first n test images (None: all)")
@@ -46,6 +46,12 @@ class AttackFields(BaseModel):
         "then PGD alone walking the grid from DDN's boundary, then APGD-CE, APGD-T and Square descending from each "
         "point's break radius: probes/schedule.py) or 'full' (PGD over every radius, then the rest descending: the "
         "former schedule, kept as the reference)", json_schema_extra={"range": ["min-norm-first", "full"]})
+    boundary_steps: int = Field(
+        5, ge=0, description="[paper silent; our choice] min-norm-first: margin PGD steps at the grid radius just "
+        "below each point's DDN distance, warm-started from DDN's closest adversarial point scaled into that ball "
+        "(0: none)", json_schema_extra={"range": [5, 0, 10]})
+    boundary_step: float = Field(0.125, gt=0, description="[paper silent; our choice: Madry et al.'s 2.5·δ/20] that "
+                                 "PGD's step, in units of the radius", json_schema_extra={"range": [0.125, 0.05]})
     check_points: int | None = Field(
         100, ge=1, description="[paper silent] the stronger budget's check runs on a fixed random subsample of this "
         "many attacked points (None: all), its drop reported with a Clopper-Pearson interval",
@@ -67,8 +73,9 @@ class AttackFields(BaseModel):
         elif self.attack_schedule == "full":
             per = {"clean": 3, "ddn": 2 * self.ddn_steps + 3, "pgd": grad["pgd"] * (len(self.radii) + 1) / 2,
                    **{k: v for k, v in grad.items() if k != "pgd"}, "large": 0.01 * grad["apgd-ce"]}
-        else:
-            per = {"clean": 3, "ddn": 2 * self.ddn_steps + 3, **{k: v for k, v in grad.items() if k != "pgd"},
+        else:  # the boundary stage: one warm-started PGD per point DDN broke (taken as all), plus its re-check
+            per = {"clean": 3, "ddn": 2 * self.ddn_steps + 3, "boundary": 2 * self.boundary_steps + 2 if
+                   self.boundary_steps else 0, **{k: v for k, v in grad.items() if k != "pgd"},
                    "large": 0.01 * grad["apgd-ce"]}
         f = self.check_factor
         check = {"check." + k: v for k, v in {"ddn": 2 * f * self.ddn_steps + 3, "apgd-ce": 2 * (2 * f * self.apgd_steps

@@ -76,7 +76,8 @@ def robust_points(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], c
     x, y = x.to(device), y.to(device)
     kw = dict(event_dims=3, clip=(0.0, 1.0), batch_size=cfg.eval_batch, logits=logits, positive=positive)
     if cfg.attack == "ensemble" and cfg.attack_schedule == "min-norm-first":
-        res = min_norm_first(score, x, y, radii, budget=attack_budget(cfg), generator=generator(seed, "attack"), **kw)
+        res = min_norm_first(score, x, y, radii, budget=attack_budget(cfg), generator=generator(seed, "attack"),
+                             boundary_steps=cfg.boundary_steps, boundary_step=cfg.boundary_step, **kw)
     else:
         res = robust_masks_ensemble(score, x, y, radii, budget=attack_budget(cfg), frontier=True,
                                     generator=generator(seed, "attack"), **kw)
