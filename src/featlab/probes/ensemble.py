@@ -119,8 +119,8 @@ def _lift(fn: Callable[[torch.Tensor], torch.Tensor], single: bool, dtype) -> Ca
     return (lambda z: fn(z[0]).to(dtype)[None]) if single else (lambda z: fn(z).to(dtype))
 
 
-def _verify(f: Score, x: torch.Tensor, x_adv: torch.Tensor, y: torch.Tensor, r: float, event_dims: int,
-            clip) -> torch.Tensor:
+def _verify(f: Score, x: torch.Tensor, x_adv: torch.Tensor, y: torch.Tensor, r: float | torch.Tensor,
+            event_dims: int, clip) -> torch.Tensor:
     """Fresh forward pass misclassifies x_adv, ‖x_adv − x‖ ≤ r (float slack 1e-5 relative) and x_adv in the box."""
     with torch.no_grad():
         ok = ~correct(f(x_adv).to(x.dtype), y)
