@@ -126,8 +126,9 @@ def _strict_point(W, b, A, A0, x, y, lam, found, thr):
     Gt = G[:, None] * (tight[..., :, None] & tight[..., None, :])  # (E, n, M, M): G on the tight set
     face = lam + (torch.linalg.pinv(Gt, hermitian=True) @ (goal - z1)[..., None])[..., 0]
     ok = wrong(f1)
+    movable = torch.isfinite(found) & (found > 0)  # x itself (found 0) is judged as it is, never moved
     for cand in (lam * (1 + 1e-6), newton, face):
-        take = ~ok & wrong(f(cand))
+        take = ~ok & movable & wrong(f(cand))
         lam = torch.where(take[..., None], cand, lam)
         ok = ok | take
     n2 = torch.einsum("enm,emk,enk->en", lam, G, lam).clamp_min(0)

@@ -23,7 +23,7 @@ from dataclasses import replace
 import torch
 
 from .ensemble import AttackBudget, EnsembleResult, _verify, robust_masks_ensemble
-from .robustness import _norm, pgd_l2
+from .robustness import pgd_l2
 
 
 def min_norm_first(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], *, budget: AttackBudget,
@@ -81,12 +81,13 @@ def _boundary(score, x, y, radii, head: EnsembleResult, steps: int, step: float,
         xa, fooled = pgd_l2(f, xf[idx], yf[idx], r, steps=steps, step_size=step * r, event_dims=event_dims,
                             clip=clip, start=d0)
         ok = fooled & _verify(f, xf[idx], xa, yf[idx], r, event_dims, clip)  # also checks ‖xa − x‖ ≤ r
-    new = df.clone()
-    new[idx[ok]] = _norm(xa[ok] - xf[idx[ok]], event_dims).reshape(-1).to(new.dtype)
+    new = df.clone()  # a verified success is adversarial within r (the ensemble's 1e-5 slack): broken at r
+    new[idx[ok]] = torch.minimum(df[idx[ok]], grid[j[idx[ok]]].to(df.dtype))
     new = new.reshape(dist.shape)
-    rr = torch.as_tensor(radii, dtype=torch.float64, device=dist.device).reshape(-1, *(1,) * dist.dim())
-    worst = head.worst & ~(new[None] <= rr)
     brk = torch.full(df.shape, float("inf"), dtype=torch.float64, device=df.device)
-    brk[idx[ok]] = grid[j[idx[ok]]].to(brk.dtype)
+    brk[idx[ok]] = grid[j[idx[ok]]]  # float64 grid values: compared with the float64 radii, no rounding
+    brk = brk.reshape(dist.shape)
+    rr = torch.as_tensor(radii, dtype=torch.float64, device=dist.device).reshape(-1, *(1,) * dist.dim())
+    worst = head.worst & ~(brk[None] <= rr)
     return replace(head, worst=worst, masks={**head.masks, "boundary": worst}, distance=new,
-                   break_radius={**head.break_radius, "boundary": brk.reshape(dist.shape)})
+                   break_radius={**head.break_radius, "boundary": brk})

@@ -115,18 +115,19 @@ def boundary_refine(score: Head, lin: LinearHead, x: torch.Tensor, y: torch.Tens
     sub = subspace(lin, x)
     yd, out = y.to(x.dtype), dist.clone()
     norm = c.norm(dim=-1, keepdim=True).clamp_min(1e-30)
-    for q in range(1, len(grid)):
+    for q in range(len(grid)):
         todo = (below == q) & torch.isfinite(dist) & (dist > 0)
-        if not todo.any():
-            continue
         r = float(grid[q])
+        if r <= 0 or not todo.any():
+            continue
         fooled, c_hit = subspace_pgd(sub, yd, r, steps=steps, step_size=step_size_factor * r / steps,
-                                     head=lin.head, c0=c * (r / norm), todo=todo)
+                                     head=lin.head, c0=c * (r / norm) * (1 - 1e-9), todo=todo)
         if fooled.any():
             e, i = fooled.nonzero(as_tuple=True)
             delta = _from_coords(sub.Q, c_hit, e, i)
             ok = ~_correct(_score_points(score, x[e, i] + delta, e, x.shape[0]).to(x.dtype), yd[e, i])
-            out[e[ok], i[ok]] = torch.minimum(out[e[ok], i[ok]], delta[ok].norm(dim=-1).double())
+            out[e[ok], i[ok]] = torch.minimum(out[e[ok], i[ok]], torch.minimum(  # in the ball of r: broken at r
+                delta[ok].norm(dim=-1).double(), torch.full_like(delta[ok, 0], r, dtype=torch.float64)))
     return out
 
 

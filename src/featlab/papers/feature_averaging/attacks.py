@@ -167,7 +167,7 @@ def distance_bounds(net: EnsembleTwoLayer, te, radii: list[float], worst: torch.
     att = attack_distance(radii, worst)  # (E, n) float64
     if positive is None:
         ex = exact_min_distance(net.W, net.b, net.A, te.x, te.y, upper=att, max_unstable=max_unstable)
-        ok = (ex.verified & torch.isfinite(ex.dist)) | (ex.dist == 0)  # resolved (not nan) and its point checked
+        ok = ex.verified & torch.isfinite(ex.dist)  # resolved (not nan) and its point (x where 0) misclassified
         exact = torch.where(ok, ex.dist.double(), float("nan"))  # the returned point's norm, ex.upper, is above
         lower, upper = exact.clone(), torch.minimum(att, torch.where(ok, ex.upper.double(), float("inf")))
         if not ok.all():  # out of the solver's reach: certified below, the ensemble above

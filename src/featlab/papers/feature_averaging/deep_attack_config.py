@@ -74,7 +74,7 @@ class AttackFields(BaseModel):
             per = {"clean": 3, "ddn": 2 * self.ddn_steps + 3, "pgd": grad["pgd"] * (len(self.radii) + 1) / 2,
                    **{k: v for k, v in grad.items() if k != "pgd"}, "large": 0.01 * grad["apgd-ce"]}
         else:  # the boundary stage: one warm-started PGD per point DDN broke (taken as all), plus its re-check
-            per = {"clean": 3, "ddn": 2 * self.ddn_steps + 3, "boundary": 2 * self.boundary_steps + 2 if
+            per = {"clean": 3, "ddn": 2 * self.ddn_steps + 3, "boundary": 2 * self.boundary_steps + 4 if
                    self.boundary_steps else 0, **{k: v for k, v in grad.items() if k != "pgd"},
                    "large": 0.01 * grad["apgd-ce"]}
         f = self.check_factor
