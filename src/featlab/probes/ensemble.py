@@ -134,8 +134,8 @@ def _verify(f: Score, x: torch.Tensor, x_adv: torch.Tensor, y: torch.Tensor, r: 
 
 def _on_survivors(attack, f, x, y, alive, r, event_dims, clip, bs: int) -> tuple[torch.Tensor, int]:
     """Run ``attack(xs, ys, r) → (x_adv, fooled)`` on the True entries of ``alive`` (E, n), gathered per replica
-    (padded to the largest count; padding ignored), ``bs`` per replica at a time. Returns (verified broken (E, n),
-    count of unverified)."""
+    (padded to the largest count; padding ignored), ``bs`` per replica at a time; ``r`` a radius or one per point
+    (E, n). Returns (verified broken (E, n), count of unverified)."""
     cnt = alive.sum(1)
     n_s = int(cnt.max())
     if n_s == 0:
@@ -147,9 +147,10 @@ def _on_survivors(attack, f, x, y, alive, r, event_dims, clip, bs: int) -> tuple
     for i in range(0, n_s, bs):
         o = order[:, i: i + bs]
         xs, ys = x[rows, o], y[rows, o]
-        x_adv, fooled = attack(xs, ys, r)
+        rs = r[rows, o] if isinstance(r, torch.Tensor) else r
+        x_adv, fooled = attack(xs, ys, rs)
         claimed[:, i: i + bs] = fooled & valid[:, i: i + bs]
-        ok[:, i: i + bs] = _verify(f, xs, x_adv.detach(), ys, r, event_dims, clip)
+        ok[:, i: i + bs] = _verify(f, xs, x_adv.detach(), ys, rs, event_dims, clip)
     broken = torch.zeros_like(alive).scatter(1, order, claimed & ok)
     return broken, int((claimed & ~ok).sum())
 
@@ -172,10 +173,9 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
     must then come last. ``start``: (R, *batch) masks of the points still to attack at each radius (e.g. another
     result's ``worst``: the stronger budget's run then measures what it adds); implies ``cascade``.
     ``frontier`` (implies ``cascade``): every attack after the first (all, with ``start``) descends the radii from
-    each point's break radius so far and stops at the first radius where it fails: a point it cannot break at r
-    is not attacked at r' < r, whose ball lies inside r's (far cheaper: a point robust to it is attacked about
-    once, not at every radius; a run without ``frontier`` shows what that skips). ``clean``: the clean-correct mask
-    when already known (an earlier stage's): its pass and the zero-gradient count are not repeated.
+    each point's break radius so far and stops at its first failure (:func:`_descend`; a run without ``frontier``
+    shows what that skips). ``clean``: the clean-correct mask when already known (an earlier stage's): its pass
+    and the zero-gradient count are not repeated.
     """
     budget = budget or AttackBudget()
     radii = [float(r) for r in radii]
@@ -225,15 +225,8 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
                 b_r = torch.where(torch.isinf(b_r) & (base[r] if cascade else clean) & ~alive, r, b_r)
                 per_r[r] = alive
         elif name in runners and frontier and (masks or start is not None):
-            above, per_r, unver[name] = torch.zeros_like(clean), {}, 0  # alive at the next larger radius
-            for r in reversed(grid):  # descend from each point's break radius; stop where this attack fails
-                alive = base[r].clone()
-                todo = alive & ~above
-                if r > 0 and todo.any():
-                    b, u = _on_survivors(runners[name], f, xr, yr, todo, r, event_dims, clip, bs)
-                    alive, unver[name] = alive & ~b, unver[name] + u
-                    b_r = torch.where(b, r, b_r)
-                per_r[r] = above = alive
+            b_r, unver[name] = _descend(runners[name], f, xr, yr, base, grid, event_dims, clip, bs)
+            per_r = {r: base[r] & ~(b_r <= r) for r in grid}
         elif name in runners:
             alive, per_r, unver[name] = clean.clone(), {}, 0
             for r in grid:
@@ -271,6 +264,33 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
         out.distance = None if distance is None else distance[0]
         out.closest = None if closest is None else closest[0]
     return out
+
+
+def _descend(attack, f, xr, yr, base: dict[float, torch.Tensor], grid: list[float], event_dims: int, clip,
+             bs: int) -> tuple[torch.Tensor, int]:
+    """The frontier: each point is attacked first at the largest radius where it is still to attack (``base``),
+    then, while the attack breaks it, at the next smaller such radius; it stops at the first failure (a point it
+    cannot break at r it does not attack at r' < r, whose ball lies inside r's). All points descend together, one
+    radius per point per round (per-point radii), so an attack runs a few rounds, not once per radius. Returns (the
+    smallest radius at which it broke each point, inf where none; count of unverified)."""
+    pos = [r for r in grid if r > 0]
+    todo = torch.stack([base[r] for r in pos]) if pos else None  # (P, *batch), ascending radii
+    b_r = torch.full(yr.shape, math.inf, dtype=torch.float64, device=yr.device)
+    if todo is None:
+        return b_r, 0
+    radii = torch.tensor(pos, dtype=torch.float64, device=yr.device)
+    idx = torch.arange(len(pos), device=yr.device).reshape(-1, *(1,) * yr.dim())
+    cur = torch.where(todo, idx, -1).amax(0)  # the largest radius still to attack, -1: none
+    unverified = 0
+    while (cur >= 0).any():
+        active = cur >= 0
+        r = radii[cur.clamp(min=0)].where(active, radii[-1]).to(xr.dtype)
+        b, u = _on_survivors(attack, f, xr, yr, active, r, event_dims, clip, bs)
+        unverified += u
+        b_r = torch.where(b, radii[cur.clamp(min=0)], b_r)
+        below = todo & (idx < cur)  # the next smaller radius still to attack, for the points it broke
+        cur = torch.where(b, torch.where(below, idx, -1).amax(0), -1)
+    return b_r, unverified
 
 
 def _zero_grad(f, x: torch.Tensor, y: torch.Tensor, event_dims: int) -> torch.Tensor:

@@ -264,7 +264,7 @@ THEORY = {"seeds": 2, "ks": [4, 8, 16], "ds": [2**20, 2**26, 2**30, 2**34, 2**40
     summary="over a (k, d) grid: binary cosine vs 1/√(k/2), critical radii vs √(d/k) and √(d/2), fitted exponents",
     config=FAPhaseConfig, controls=[UNTRAINED, LARGE_INIT, DECOUPLED, SHUFFLED], assumptions=ASSUMPTIONS,
     presets={"quick": {"seeds": 2, "ks": [4, 8, 16], "ds": [1024, 2048, 4096], "n_test": 200, "n_radii": 13,
-                       "pgd_steps": 20, "convergence_check": False},
+                       "pgd_steps": 20, "convergence_check": False, "ddn_steps": 100, "ddn_restarts": 0},
              "full-grid": {"seeds": 3, "ks": [4, 8, 16, 32], "ds": [1024, 2048, 4096, 8192, 16384],
                            "n_test": 500, "convergence_check": False},
              "theory": THEORY},
