@@ -76,6 +76,8 @@ def test_publish_writes_the_table_the_figures_and_the_provenance(toy, out, tmp_p
     assert (dest / "runs" / "toyp-ok" / "config.yaml").read_text().startswith("seeds:")
     prov = json.loads((dest / "runs" / "toyp-ok" / "provenance.json").read_text())
     assert prov["claims"] == "1/2 held (1 failed)" and "date" in prov and "featlab" in prov
+    metrics = json.loads((dest / "runs" / "toyp-ok" / "metrics.json").read_text())
+    assert metrics and all(isinstance(k, str) for k in metrics)  # the run's summary metrics, published beside
     assert stale(dest) == []
     # the headline per preset kind: mechanism claims at paper (the toy's rival fails both: both count), apart
     # the rest; on the page, in verdicts.json and in the README block; the matrix claim x rival on the page

@@ -90,6 +90,8 @@ def publish(out: str | Path, dest: str | Path, preset: str = "paper",
         folder = dest / "runs" / exp.id
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / "config.yaml", yaml.safe_dump(rec.config, sort_keys=False))
+        atomic_write(folder / "metrics.json", json_dumps(rec.summary.get("metrics", {}), indent=1,
+                                                         default=str) + "\n")  # e.g. the attack statistics
         atomic_write(folder / "provenance.json", json_dumps(
             {**provenance(rec), "run folder": rec.dir.name, "claims": counts_text(rec.claims)}, indent=1) + "\n")
         for fig in rec.figures:
