@@ -130,7 +130,7 @@ def _not_run_reason(root: Path, exp: Experiment, preset: str, rate: float) -> st
     except (OSError, ValueError, AttributeError):
         recorded = {}
     why = recorded.get(exp.id) if isinstance(recorded, dict) else None
-    if why:
+    if why and not (str(why).startswith(NO_PAPER_PRESET) and preset != "paper"):  # it speaks of paper only
         return str(why)
     needs = resolve_config(exp.id, preset)[1].estimate()
     missing = next((n.missing for n in needs if n.missing), "")
