@@ -72,7 +72,8 @@ def fa_synthetic(ctx) -> None:
     ctx.log(_curve_rows(cfg, seeds, curves))
     checked = [net for net in ("binary", "multiclass") if f"{net}.convergence_change" in metrics]
     if checked:
-        ctx.note("convergence check (twice the PGD steps and restarts at the transition radii): robust accuracy "
+        ctx.note("convergence check (twice every search's steps and restarts, PGD's and the minimum-norm stage's, "
+                 "at the transition radii): robust accuracy "
                  + ", ".join(f"{net} −{100 * metrics[f'{net}.convergence_change']:.2f} pts at "
                              f"{metrics[f'{net}.convergence_radii_checked']} radii" for net in checked)
                  + (" (< 1 pt: converged)" if max(metrics[f"{net}.convergence_change"] for net in checked) < 0.01
@@ -175,7 +176,7 @@ def _robustness(cfg: FASyntheticConfig, seeds, dist, te, bnet, knet, which=("bin
     """Robust test accuracy (R, E) of both nets at every radius: per attack of the ensemble, the ensemble's worst
     case ("ensemble"), and the interval around the truth — "certified" below (the binary net's exact distance, the
     k-class net's certified bound) and "worst" above (every verified adversarial point: the ensemble's and the exact
-    solver's); plus the convergence check (twice the PGD steps and restarts at the transition radii) and the
+    solver's); plus the convergence check (twice every search's steps and restarts at the transition radii) and the
     bounds' bookkeeping. A net not in ``which`` is not attacked (NaN curves: a control that judges none of its
     claims). Every random draw comes from the replica's own (seed, role) stream: a seed gives the same curve alone
     as inside a batch."""
