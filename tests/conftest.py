@@ -6,10 +6,34 @@ from pathlib import Path
 import pytest
 import torch
 
+
 os.environ.setdefault("FEATLAB_PROGRESS", "0")
 os.environ.setdefault("FEATLAB_PDF", "0")  # PNGs only: drawing a PDF too doubles a small run's cost
 # two xdist workers share the 2 cores: one torch thread each (oversubscribed threads spin and slow small ops)
 torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min(2, os.cpu_count() or 1)))
+
+from featlab.data import image_files  # noqa: E402  (after the environment above)
+
+_SYSTEM_COPIES = dict(image_files.SYSTEM_COPIES)  # before any test hides them
+
+
+@pytest.fixture(autouse=True)
+def no_system_data(monkeypatch):
+    """Tests see only the data they make: no system copy of a dataset (Debian's FashionMNIST) and no
+    $FEATLAB_DATA. The tests of the real files ask for ``real_fmnist``."""
+    monkeypatch.setattr(image_files, "SYSTEM_COPIES", {})
+    monkeypatch.delenv(image_files.DATA_ENV, raising=False)
+
+
+@pytest.fixture
+def real_fmnist(monkeypatch):
+    """The system copy of the real FashionMNIST (apt-get install dataset-fashion-mnist, as .ci/run does), searched
+    again; the test is skipped where it is not installed."""
+    package, folder = _SYSTEM_COPIES["fashionmnist"]
+    if not Path(folder).is_dir():
+        pytest.skip(f"needs the real FashionMNIST: apt-get install {package}")
+    monkeypatch.setattr(image_files, "SYSTEM_COPIES", dict(_SYSTEM_COPIES))
+    return Path(folder)
 
 
 @pytest.fixture

@@ -201,3 +201,56 @@ def test_data_check_command(tmp_path, monkeypatch, capsys):
     f.write_bytes(b"garbage")
     assert main(["data", "check", "--root", str(tmp_path)]) == 1
     assert "corrupt" in capsys.readouterr().out
+
+
+def test_recompressed_gz_accepted_by_its_contents(tmp_path, monkeypatch):
+    """Debian recompresses the .gz files: their own MD5 differs from the published one, their contents' does not."""
+    make_mnist(tmp_path, monkeypatch, name="fashionmnist")
+    spec = images.SPECS["fashionmnist"]
+    folder = tmp_path / spec.folder
+    for f in folder.glob("*.gz"):
+        f.write_bytes(gzip.compress(gzip.decompress(f.read_bytes()), compresslevel=1, mtime=1))
+    monkeypatch.setitem(images.SPECS, "fashionmnist", dataclasses.replace(spec, gz_md5=dict.fromkeys(spec.gz_md5,
+                                                                                                     "0" * 32)))
+    assert len(load_images("fashionmnist", tmp_path).y_train) == 12
+    f = folder / "t10k-labels-idx1-ubyte.gz"  # a recompression of other contents is still refused
+    f.write_bytes(gzip.compress(b"\0\0\x08\x01\0\0\0\x01\x07"))
+    with pytest.raises(DataError, match=r"t10k-labels-idx1-ubyte.gz: corrupt \(MD5 mismatch\)"):
+        load_images("fashionmnist", tmp_path)
+
+
+def test_search_order_root_then_env_then_system_copy(tmp_path, monkeypatch, capsys):
+    make_mnist(tmp_path / "env", monkeypatch, name="fashionmnist")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(DataError, match=r"missing in .*empty.*apt-get install dataset-fashion-mnist"):
+        monkeypatch.setattr(images.image_files, "SYSTEM_COPIES", {"fashionmnist": ("dataset-fashion-mnist",
+                                                                                   str(tmp_path / "nowhere"))})
+        load_images("fashionmnist", empty)
+    monkeypatch.setenv("FEATLAB_DATA", str(tmp_path / "env"))
+    d = load_images("fashionmnist", empty)
+    assert d.files[0].startswith(str(tmp_path / "env" / "FashionMNIST" / "raw"))
+    assert main(["data", "check", "--root", str(empty)]) == 0
+    assert "fashionmnist   ok" in capsys.readouterr().out
+    assert ("fashionmnist", "ok", str(tmp_path / "env" / "FashionMNIST" / "raw")) in images.check_root(empty)
+    # a flat folder of the four .gz files, as a package installs them, is the last place searched
+    monkeypatch.delenv("FEATLAB_DATA")
+    monkeypatch.setattr(images.image_files, "SYSTEM_COPIES", {"fashionmnist": ("dataset-fashion-mnist",
+                                                                               str(tmp_path / "env" / "FashionMNIST"
+                                                                                   / "raw"))})
+    assert load_images("fashionmnist", empty).files == d.files
+
+
+def test_real_fashionmnist_from_the_system_copy(real_fmnist, capsys):
+    """The real files (Debian's dataset-fashion-mnist): found without a data root, every file's contents checked
+    against the published MD5, the published sizes and balanced classes."""
+    d = load_images("fashionmnist", real_fmnist.parent / "no-such-root")
+    assert [p.rsplit("/", 1)[0] for p in d.files] == [str(real_fmnist)] * 4
+    spec = images.SPECS["fashionmnist"]
+    for stem in spec.raw_md5:
+        assert md5_bytes(gzip.decompress((real_fmnist / f"{stem}.gz").read_bytes())) == spec.raw_md5[stem]
+    assert d.x_train.shape == (60_000, 1, 28, 28) and d.x_test.shape == (10_000, 1, 28, 28)
+    assert d.y_train.bincount().tolist() == [6000] * 10 and d.y_test.bincount().tolist() == [1000] * 10
+    assert d.classes[9] == "Ankle boot" and 0.25 < d.x_train[:2000].mean() < 0.32  # FashionMNIST's mean is 0.286
+    assert main(["data", "check"]) == 0
+    assert f"fashionmnist   ok        {real_fmnist}" in capsys.readouterr().out

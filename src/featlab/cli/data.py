@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from ..data.embeddings import clip_embeddings, require_open_clip, save_embeddings
-from ..data.images import SPECS, check_root, load_images, where_to_get
+from ..data.images import SPECS, check_root, data_roots, load_images, where_to_get
 from ..text import table
 from ..utils import atomic_write, check_writable, writing
 
@@ -17,7 +17,8 @@ def register(sub) -> None:
     d = sub.add_parser("data", help="image datasets: 'featlab data check [--root DIR]' lists what is present and valid")
     dsub = d.add_subparsers(dest="data_cmd", required=True)
     dc = dsub.add_parser("check", help="verify every dataset file under the data root against its checksum")
-    dc.add_argument("--root", default="data", help="data root in torchvision's layout (default ./data)")
+    dc.add_argument("--root", default=None, help="data root in torchvision's layout (default ./data); $FEATLAB_DATA "
+                    "and a system copy (apt-get install dataset-fashion-mnist) are searched after it")
     dc.set_defaults(handler=cmd_data_check)
 
     em = sub.add_parser("embed", help="CLIP ViT-B-32 embeddings of CIFAR-10 for fa-embeddings (needs open_clip)")
@@ -31,9 +32,9 @@ def register(sub) -> None:
 
 def cmd_data_check(a: argparse.Namespace) -> int:
     root = Path(a.root or "data").expanduser()
-    rows = check_root(root)
-    print(f"data root: {root}")
-    print(table([list(r) for r in rows], ["dataset", "status", "detail"], [13, 8, 80]))
+    rows = check_root(root, must_exist=a.root is not None)  # the default ./data may be absent: others are searched
+    print(f"searched: {', '.join(map(str, data_roots(root)))} (torchvision's layout), then system copies")
+    print(table([list(r) for r in rows], ["dataset", "status", "found in / detail"], [13, 8, 80]))
     hints = [f"  {n}: {where_to_get(SPECS[n], root)}" for n, s, _ in rows if s != "ok"]
     if hints:
         print("\nwhere to get the others:")

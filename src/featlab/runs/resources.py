@@ -16,7 +16,8 @@ from typing import Any
 import torch
 
 from ..config import Need
-from ..data.images import SPECS, CifarSpec
+from ..data.images import SPECS, CifarSpec, data_roots
+from ..data import image_files
 from ..utils import torch_threads
 
 # (channels, height, width, training images, classes) of the image datasets (data/images.py reads them)
@@ -120,13 +121,15 @@ def dataset_needs(cfg: Any) -> list[Need]:
 
 
 def missing_dataset(name: str, root: str) -> str:
-    """Why ``name`` cannot be read under ``root`` (its folder is absent), or "" (digits ship with scikit-learn)."""
+    """Why ``name`` cannot be read (no data root holds its folder and no system copy is installed), or "" (digits
+    ship with scikit-learn). Looks for the folder only: the reader checks the files."""
     spec = SPECS.get(name)
     if spec is None:
         return ""
-    base = Path(root).expanduser()
-    places = [base / spec.folder, *([base / spec.archive] if isinstance(spec, CifarSpec) else [])]
-    if any(p.exists() for p in places):
+    system = image_files.SYSTEM_COPIES.get(name)
+    places = [p for base in data_roots(root)
+              for p in (base / spec.folder, *([base / spec.archive] if isinstance(spec, CifarSpec) else []))]
+    if any(p.exists() for p in places) or (system and Path(system[1]).is_dir()):
         return ""
     return f"needs the {name} files under {str(Path(root) / spec.folder)!r} ('featlab data check' says where to " \
            f"get them)"
