@@ -69,7 +69,8 @@ def test_mechanism_controls_target_what_they_can_defeat():
     for exp_id in ("mm-spurious-digits", "mm-spurious-fmnist", "mm-spurious-cifar10", "mm-spurious-cifar100"):
         exp = featlab.get_experiment(exp_id)
         full = "cpu-full" if exp_id == "mm-spurious-digits" else "paper"  # the paper did not run digits
-        assert all(set(a.met) == {"quick", full} for a in exp.assumptions)
+        assert all(set(a.met) == set(exp.presets) == {"quick", full} | ({"cpu-real"} if "fmnist" in exp_id else set())
+                   for a in exp.assumptions)  # every preset says which premise it meets
         if exp_id != "mm-spurious-digits":  # quick is a smoke test there: it meets §5's protocol nowhere
             assert not next(a for a in exp.assumptions if a.ref == "§5 protocol").met["quick"]
 

@@ -180,6 +180,24 @@ def stratified_test_mask(y: torch.Tensor, test_fraction: float) -> torch.Tensor:
     return is_test
 
 
+def stratified_subset(y: torch.Tensor, n: int) -> torch.Tensor:
+    """A fixed class-stratified subset of exactly ``n`` of the labels ``y`` (a boolean mask): each class keeps its
+    share, n·n_c/N rounded down, and the ``n`` − Σ left go to the classes with the largest remainders (ties: the
+    lower class); the examples are drawn from seed 0, so every run and every seed gets the same subset."""
+    classes, counts = y.unique(return_counts=True)
+    share = counts.double() * n / len(y)
+    take = share.floor().long()
+    order = sorted(range(len(classes)), key=lambda i: (-(share[i] - take[i]).item(), i))
+    for i in order[: n - int(take.sum())]:
+        take[i] += 1
+    g = torch.Generator().manual_seed(0)
+    keep = torch.zeros(len(y), dtype=torch.bool, device=y.device)
+    for c, t in zip(classes.tolist(), take.tolist()):
+        idx = (y == c).nonzero().flatten()
+        keep[idx[torch.randperm(len(idx), generator=g, device="cpu")][:t]] = True
+    return keep
+
+
 def load_images(name: str, root: str | Path = "data") -> ImageData:
     """Load a dataset by name (digits, mnist, fashionmnist, cifar10, cifar100) from ``root``."""
     key = name.lower().replace("-", "").replace("_", "")

@@ -17,10 +17,13 @@ import torch
 
 from ..errors import TrainingDiverged
 from ..placement import to_host, to_numpy, to_run
-from ..text import safe_print
+from ..text import safe_print, table
 from ..utils import resolve_device, resolve_dtype, silence_stdout
 from .claims import Claim, Verdict
 from .uncertainty import Samples
+
+
+BESIDE_PAPER = "Beside the paper"  # a note that puts the paper's numbers beside the run's
 
 
 @dataclass
@@ -143,6 +146,11 @@ class RunContext:
                 safe_print(text)  # an ASCII-only stream gets ASCII spellings: a run never dies of a note
             except BrokenPipeError:  # stdout closed (`| head`): the run goes on, its notes are in summary.json
                 silence_stdout()
+
+    def beside_paper(self, title: str, header: list[str], rows: list[list[str]]) -> None:
+        """A note holding the paper's numbers beside this run's (a column each), which the published results page
+        gathers under "Beside the paper" (:data:`BESIDE_PAPER` starts it)."""
+        self.note(f"{BESIDE_PAPER}: {title}\n" + table(rows, header))
 
     def fail(self, message: str) -> None:
         self.status, self.message = "failed", message

@@ -4,6 +4,7 @@ built from them — the model (:func:`build_model`), the run's dataset (:func:`l
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar, Literal
 
 import torch
@@ -11,7 +12,7 @@ from pydantic import Field
 from torch import nn
 
 from ..config import ExperimentConfig
-from ..data.images import ImageData, load_images
+from ..data.images import ImageData, load_images, stratified_subset
 from ..errors import DataError
 from ..nn.resnet import Normalize, resnet18
 from ..nn.smallcnn import SmallCNN
@@ -26,6 +27,9 @@ class ImageTrainFields(ExperimentConfig):
         "seeds", "seed", "device", "data_root", "eval_batch", "checkpoint_dir", "keep_checkpoints", "cpu_threads"})
 
     data_root: str = Field("data", description="folder holding the datasets in torchvision's layout")
+    train_subset: int | None = Field(None, ge=1, description="train on this many training images, a class-"
+                                     "stratified subset drawn once from seed 0 (the same for every run and seed); "
+                                     "None: all of them (the papers)")
     model: Literal["smallcnn", "resnet18"] = Field("resnet18", description="CIFAR ResNet-18 or the small CPU CNN")
     width: int = Field(64, ge=1, description="channels of the first stage (64 = ResNet-18; 32 for the small CNN)")
     epochs: int = Field(100, ge=1, description="training epochs")
@@ -36,6 +40,8 @@ class ImageTrainFields(ExperimentConfig):
     weight_decay: float = Field(0.0, ge=0, description="L2 weight decay")
     schedule: Literal["none", "cosine"] = Field("none", description="learning-rate schedule (per epoch)")
     eval_batch: int = Field(1000, ge=1, description="batch size of evaluation and attacks")
+    eval_every: int = Field(1, ge=1, description="test after every this many epochs and after the last (the curves' "
+                            "points; 1: every epoch, as the papers' curves)")
     autocast: Literal["auto", "bf16", "fp16", "off"] = Field(
         "auto", description="mixed precision: auto = bfloat16 autocast on CUDA, full precision on the CPU; bf16 / "
         "fp16 (with a gradient scaler) on any device; off = full precision on every device (the GPU check compares "
@@ -53,7 +59,7 @@ class ImageTrainFields(ExperimentConfig):
     def fit_spec(self) -> FitSpec:
         return FitSpec(self.epochs, self.batch_size, self.optimizer, self.lr, self.momentum, self.weight_decay,
                        self.schedule, autocast=self.autocast, channels_last=self.channels_last,
-                       compile=self.compile)
+                       compile=self.compile, eval_every=self.eval_every)
 
 
 def build_model(kind: str, in_channels: int, num_classes: int, width: int, seed: int,
@@ -68,8 +74,17 @@ def build_model(kind: str, in_channels: int, num_classes: int, width: int, seed:
 
 
 def load_run_data(ctx) -> ImageData:
-    """The run's dataset (``cfg.dataset`` under ``cfg.data_root``); a missing file's message names the experiment."""
+    """The run's dataset (``cfg.dataset`` under ``cfg.data_root``), its training set cut to ``cfg.train_subset``; a
+    missing file's message names the experiment."""
     try:
-        return load_images(ctx.cfg.dataset, ctx.cfg.data_root)
+        data = load_images(ctx.cfg.dataset, ctx.cfg.data_root)
     except DataError as e:
         raise DataError(f"{ctx.experiment_id}: {e}") from None
+    n = ctx.cfg.train_subset
+    if n is None or n == len(data.y_train):
+        return data
+    if n > len(data.y_train):
+        raise DataError(f"{ctx.experiment_id}: train_subset={n} exceeds the {len(data.y_train)} training images of "
+                        f"{data.name}; choose train_subset <= {len(data.y_train)} or null")
+    keep = stratified_subset(data.y_train, n)
+    return dataclasses.replace(data, x_train=data.x_train[keep], y_train=data.y_train[keep])

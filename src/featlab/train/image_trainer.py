@@ -57,11 +57,19 @@ class FitSpec:
     autocast: str = "auto"  # "auto": bf16 on CUDA, off on CPU | "bf16" | "fp16" | "off"
     channels_last: str = "auto"  # "auto": on CUDA | "on" | "off"
     compile: bool = False  # torch.compile the model (pays off on long GPU runs; compiling takes tens of seconds)
+    eval_every: int = 1  # ``evaluate`` after every this many epochs, and after the last
+
+    def evaluates(self, epoch: int) -> bool:
+        """Whether ``evaluate`` runs after (1-based) ``epoch``."""
+        return epoch % self.eval_every == 0 or epoch == self.epochs
+
+    def eval_epochs(self) -> list[int]:
+        return [e for e in range(1, self.epochs + 1) if self.evaluates(e)]
 
     def __post_init__(self):
-        if self.epochs < 1 or self.batch_size < 1 or not self.lr > 0:
-            raise ConfigError(f"epochs, batch_size and lr must be positive; got {self.epochs}, {self.batch_size}, "
-                              f"{self.lr}")
+        if self.epochs < 1 or self.batch_size < 1 or not self.lr > 0 or self.eval_every < 1:
+            raise ConfigError(f"epochs, batch_size, lr and eval_every must be positive; got {self.epochs}, "
+                              f"{self.batch_size}, {self.lr}, {self.eval_every}")
         if self.optimizer not in ("adam", "sgd"):
             raise ConfigError(f"the 'optimizer' field must be 'adam' or 'sgd'; got {self.optimizer!r}")
         if self.schedule not in ("none", "cosine"):
@@ -100,7 +108,8 @@ class FitResult:
     prefix: str = ""  # metric-name prefix of frame(), e.g. "erm."
 
     def series(self, key: str) -> list[float]:
-        return [h[key] for h in self.history]
+        """``key`` at each epoch that measured it (every ``eval_every``-th and the last for ``evaluate``'s keys)."""
+        return [h[key] for h in self.history if key in h]
 
     def frame(self) -> pd.DataFrame:
         """Every measurement of the history as tidy rows (seed, step = epoch, prefix + metric, value)."""
@@ -201,7 +210,7 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
             ips = cnt / max(time.perf_counter() - te, 1e-9)
             bar.set_postfix(loss=f"{train_loss:.4f}", img_s=f"{ips:.0f}", epoch=epoch + 1)
             row = {"epoch": epoch + 1, "train_loss": train_loss, "lr": lr, "images_per_s": ips}
-            if evaluate is not None:
+            if evaluate is not None and spec.evaluates(epoch + 1):
                 model.eval()
                 with torch.no_grad():
                     row.update({k: float(v) for k, v in evaluate(model).items()})
