@@ -2,6 +2,7 @@
 
     python benchmarks/bench_mm.py            # about two minutes on 2 CPU cores
     python benchmarks/bench_mm.py --big-d 300000
+    python benchmarks/bench_mm.py --threads      # the step at 1, 2 and all available threads
 
 Reports milliseconds per GD step (forward + backward, median of repeats) and the ratios. Targets: all-pairs step
 >= 10x faster than the naive step that materialises the N² midpoints; the reduced simulation's cost does not
@@ -13,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import time
 
 import torch
 
+from featlab.cpus import available_cpus
 from featlab.nn.activations import SmoothedReLU
 from featlab.nn.twolayer import EnsembleTwoLayer, block_readout
 from featlab.papers.midpoint_mixup import losses as mm
@@ -70,6 +73,33 @@ def fused_vs_reference(k, m, N, P, seeds, reps) -> None:
           f"section {time.perf_counter() - t0:.0f} s")
 
 
+def thread_scan(k, m, N, P, seeds, reps) -> None:
+    """[T] the all-pairs step at 1, 2 and all available threads (affinity and cgroup quota: featlab.cpus), fused
+    and reference, each as it trains; the target: never slower with more threads."""
+    b = MultiViewDistribution(k, P).sample(N, seeds)
+    xc, mult = compress_patches(b.x.float())
+    net = model(seeds, 2 * k, k, m, 300_000, torch.float32)
+    mm.midpoint_all_pairs_loss(net, xc, b.y, mult, kernel="fused").sum().backward()  # compile outside the timing
+    old, avail = torch.get_num_threads(), available_cpus()
+    print(f"[T] threads scan at mm-multiview quick's shapes (k={k} N={N} P={P} m={m}, {len(seeds)} replicas): "
+          f"{avail} cores available to this process of the machine's {os.cpu_count()}")
+    base: dict[str, float] = {}
+    try:
+        for n in sorted({1, min(2, avail), avail}):
+            torch.set_num_threads(n)
+            row = {}
+            for kern in ("fused", "reference"):
+                with kernel_threads() if kern == "fused" else contextlib.nullcontext():
+                    row[kern] = step_ms(net, lambda kern=kern: mm.midpoint_all_pairs_loss(net, xc, b.y, mult,
+                                                                                         kernel=kern), reps)
+                base.setdefault(kern, row[kern])
+            print(f"      {n:3d} thread(s): fused {row['fused']:7.2f} ms/step ({base['fused'] / row['fused']:4.2f}x "
+                  f"one thread's speed), reference {row['reference']:7.2f} ms/step "
+                  f"({base['reference'] / row['reference']:4.2f}x)")
+    finally:
+        torch.set_num_threads(old)
+
+
 def _timed(f) -> float:
     t = time.perf_counter()
     f()
@@ -88,8 +118,13 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--naive-full-N", type=int, default=40, help="N of the naive full-d step (N² P d memory)")
     ap.add_argument("--only-fused", action="store_true", help="only section [0] (fused vs reference, quick shapes)")
+    ap.add_argument("--threads", action="store_true", help="only section [T]: the step at 1, 2 and all available "
+                    "threads")
     a = ap.parse_args()
     k, m, N, P = a.k, a.m, a.N, a.P
+    if a.threads:
+        thread_scan(k, m, N, P, [0, 1], max(a.reps, 20))
+        return
     fused_vs_reference(k, m, N, P, [0, 1], max(a.reps, 20))
     if a.only_fused:
         return

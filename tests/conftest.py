@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 import torch
 
-
 os.environ.setdefault("FEATLAB_PROGRESS", "0")
 os.environ.setdefault("FEATLAB_PDF", "0")  # PNGs only: drawing a PDF too doubles a small run's cost
 # two xdist workers share the 2 cores: one torch thread each (oversubscribed threads spin and slow small ops)

@@ -14,6 +14,7 @@ import sys
 from contextlib import contextmanager
 
 from .._version import __version__
+from ..cpus import fit_torch_threads
 from ..errors import FeatlabError
 from ..text import safe_streams
 from ..utils import silence_stdout
@@ -81,6 +82,7 @@ def _sigterm_as_interrupt():
 def main(argv: list[str] | None = None) -> int:
     code = 141  # 128 + SIGPIPE, as a tool killed by a closed pipe, if the pipe closes before the outcome is known
     safe_streams()  # an ASCII-only terminal or log: δ, √, µ are spelled in ASCII instead of raising
+    fit_torch_threads()  # torch counts the machine's cores: no more threads than this process may use
     try:
         with _sigterm_as_interrupt():
             code = _dispatch(argv)

@@ -203,8 +203,8 @@ def _page(preset, counts, rows, missing, gallery, stability: bool = False, headl
         for exp_id, m in matrices:
             lines += _matrix(exp_id, m)
     if beside:
-        lines += ["", "## Beside the paper", "", "The paper's own numbers next to this run's, as each experiment prints "
-                  "them (`featlab show RUN`).", ""]
+        lines += ["", "## Beside the paper", "", "The paper's own numbers next to this run's, as each experiment "
+                  "prints them (`featlab show RUN`).", ""]
         for exp_id, note in beside:
             title, _, body = note.removeprefix(BESIDE_PAPER + ": ").partition("\n")
             lines += [f"### `{exp_id}`: {_esc(title)}", "", "```", body, "```", ""]

@@ -22,7 +22,6 @@ from ..utils import resolve_device, resolve_dtype, silence_stdout
 from .claims import Claim, Verdict
 from .uncertainty import Samples
 
-
 BESIDE_PAPER = "Beside the paper"  # a note that puts the paper's numbers beside the run's
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from ..config import Need
-from ..data.images import SPECS, CifarSpec, data_roots
 from ..data import image_files
+from ..data.images import SPECS, CifarSpec, data_roots
 from ..utils import torch_threads
 
 # (channels, height, width, training images, classes) of the image datasets (data/images.py reads them)

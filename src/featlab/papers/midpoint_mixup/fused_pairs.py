@@ -25,7 +25,6 @@ barriers), and two runs side by side took 130–167 s each for Midpoint's 5000 s
 from __future__ import annotations
 
 import functools
-import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +33,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from ...cpus import available_cpus
 from ...nn.activations import SmoothedReLU
 from ...placement import on_host, to_numpy
 from ...utils import torch_threads
@@ -78,7 +78,7 @@ def _run(args: tuple, f32: bool, symmetric: bool, need: bool, total: np.ndarray,
     tot = np.zeros(T)
     rowbuf = np.zeros((T if need else 1, _BLOCK, F))
     colbuf = np.zeros((T if need else 1, _BLOCK, F))
-    n = max(1, min(_KERNEL_THREADS[-1] if _KERNEL_THREADS else torch.get_num_threads(), T))
+    n = max(1, min(_KERNEL_THREADS[-1] if _KERNEL_THREADS else torch.get_num_threads(), available_cpus(), T))
 
     def part(first: int) -> None:
         tasks(*args, symmetric, _BLOCK, need, f32, blk_i, blk_j, first, n, tot, rowbuf, colbuf)
@@ -96,7 +96,8 @@ _POOL: list[ThreadPoolExecutor] = []
 def _pool() -> ThreadPoolExecutor:
     """The worker threads of :func:`_run` (created on first use; the numba tasks release the GIL)."""
     if not _POOL:
-        _POOL.append(ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="featlab-pairs"))
+        # the calling thread is one of the kernel's: one worker fewer than the cores this process may use
+        _POOL.append(ThreadPoolExecutor(max(1, available_cpus() - 1), thread_name_prefix="featlab-pairs"))
     return _POOL[0]
 
 
