@@ -35,7 +35,7 @@ def toy(monkeypatch):
                     presets=("paper",))
 
     @registry.experiment("toyp-ok", reference="Fig 1", summary="the score is high", paper="toy-pub",
-                         config=PubConfig, presets={"quick": {}, "paper": {}},
+                         config=PubConfig, presets={"quick": {}, "paper": {}, "cpu-real": {"score": 0.97}},
                          claims=with_diagnoses(claims, {"toyp.higher": why}),
                          controls=[Control("null", {"score": 0.1}, "the null setting", premise="the mechanism",
                                            trained=("toy.fit",))])
@@ -92,6 +92,20 @@ def test_publish_writes_the_table_the_figures_and_the_provenance(toy, out, tmp_p
     report = build(out, paper="toy-pub")
     assert report.headline() == head and console_summary(report).startswith(head[0])
     assert f"- {head[0]}" in render_markdown(report, tmp_path / "report.md")
+
+
+def test_a_demo_preset_is_counted_on_its_own_headline_line(toy, out, tmp_path):
+    """featlab's own settings (a demo preset such as cpu-real) get a line of their own, never added to the paper's."""
+    for preset in ("paper", "cpu-real"):
+        main(["run", "toyp-ok", "--preset", preset, "--out", str(out)])
+        main(["run", "toyp-ok", "--preset", preset, "--out", str(out), "--control-name", "null"])
+    main(["report", str(out), "--paper", "toy-pub", "--publish", str(tmp_path / "results"), "--preset", "paper"])
+    head = json.loads((tmp_path / "results" / "verdicts.json").read_text())["headline"]
+    assert len(head) == 2 and head[0].startswith("paper (the papers' own settings): 1 of 2 mechanism claims held")
+    assert head[1].startswith("demo `cpu-real` (featlab's own settings, not the papers'): 1 of 2 mechanism claims "
+                              "held, 1 failed;")
+    offered = sum("cpu-real" in e.presets for e in registry.list_experiments())  # the toy and FashionMNIST's
+    assert offered >= 3 and head[1].endswith(f"1 of {offered} experiments with a cpu-real preset run")
 
 
 def test_a_published_table_goes_stale_when_its_preset_is_renamed_or_changes(toy, out, tmp_path, monkeypatch):

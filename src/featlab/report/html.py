@@ -91,7 +91,8 @@ def _first_screen(report: Report) -> str:
            _table(["paper", "claims held", "failed / inconclusive / unverified", "checks (not counted)",
                    "experiments run", "runs missing", "runs failed", "presets never run"], rows, {1, 2, 3, 4})]
     if report.headline():
-        out += ["<p>Headline per preset kind (quick and demo presets are never counted):</p><ul class='headline'>"
+        out += ["<p>Headline per preset kind (quick presets are never counted; each demo preset on its own line, "
+                "never with the papers'):</p><ul class='headline'>"
                 + "".join(f"<li>{_e(h)}</li>" for h in report.headline()) + "</ul>"]
     for pv in report.papers:  # every experiment one click away, with its verdict
         chips = []

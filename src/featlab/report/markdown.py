@@ -157,7 +157,8 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
     out += _table(["paper", "claims held", "failed / inconclusive / unverified", "checks (not counted)",
                    "experiments run", "runs missing", "runs failed", "presets never run"], rows)
     if report.headline():
-        out += ["Headline per preset kind (quick and demo presets are never counted):", "",
+        out += ["Headline per preset kind (quick presets are never counted; each demo preset on its own line, never "
+                "with the papers'):", "",
                 *(f"- {_t(h)}" for h in report.headline()), ""]
     if report.problems:
         out += ["Unreadable run folders (not in this report):", "",

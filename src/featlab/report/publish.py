@@ -178,8 +178,9 @@ def _page(preset, counts, rows, missing, gallery, stability: bool = False, headl
              "that must fail it; premises (they also hold for a rival), claims whose rivals were not all run "
              "(unsettled) and checks (identities, properties of the generator) are listed but not counted.", ""]
     if headline:
-        lines += ["Per preset kind (the latest run of each experiment under the runs folder; quick and demo presets "
-                  "are never counted):", "", *(f"- {h}" for h in headline), ""]
+        lines += ["Per preset kind (the latest run of each experiment under the runs folder; quick presets are never "
+                  "counted, each demo preset on its own line, never with the papers'):", "",
+                  *(f"- {h}" for h in headline), ""]
     if stability:
         lines += ["Whether each verdict survives the values the papers never give (initialisation, step sizes, "
                   "attack budgets, seeds, test points): [stability/](stability/README.md).", ""]

@@ -249,11 +249,15 @@ def _draw(ctx, curves: dict[str, dict[str, torch.Tensor]], k: int) -> None:
              f"{100 * P['multiclass'][:, i].mean():.1f}", paper_at(paper[1] if paper else None, r),
              f"{100 * S['binary'][:, i].mean():.1f}", f"{100 * S['multiclass'][:, i].mean():.1f}"]
             for i, r in enumerate(radii)]
-    ctx.note(f"Fig 3 ({cfg.dataset}): robust binary test accuracy (%), mean of {len(ctx.seeds)} seeds, worst case over "
-             f"the attack ensemble ('PGD': margin PGD alone); the last two columns on the points both models classify "
-             f"correctly (the claims' measurement)\n"
-             + table(rows, ["radius", "2-class", "PGD", "paper", "10-class", "PGD", "paper", "2-cl both", "10-cl both"],
-                     [7, 8, 6, 6, 9, 6, 6, 10, 10]))
+    title = (f"Fig 3 ({cfg.dataset}): robust binary test accuracy (%), mean of {len(ctx.seeds)} seeds, worst case "
+             f"over the attack ensemble ('PGD': margin PGD alone); the last two columns on the points both models "
+             f"classify correctly (the claims' measurement)"
+             + ("" if paper else f"; the paper has no {cfg.dataset} panel ('paper': —)"))
+    header = ["radius", "2-class", "PGD", "paper", "10-class", "PGD", "paper", "2-cl both", "10-cl both"]
+    if paper and not cfg.smoke:
+        ctx.beside_paper(title + " ('paper': read off Fig 3, ±1 point)", header, rows)
+    else:
+        ctx.note(title + "\n" + table(rows, header, [7, 8, 6, 6, 9, 6, 6, 10, 10]))
     name = {"digits": "8×8 digits", "mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR-10"}
     lines = []
     for h, color, lab in (("binary", plotting.RED, "2-class labels"),
