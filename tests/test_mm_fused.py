@@ -114,3 +114,19 @@ def test_dispatch_auto_fused_reference(monkeypatch):
     with pytest.raises(ValueError, match="kernel must be one of"):
         mm.midpoint_all_pairs_loss(net, x, y, mult, kernel="numba")
     assert fused_pairs.unusable(net, x.to(torch.float16)) is not None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cuda_sized_blocks_equal_the_cpu_sized_ones(dtype, monkeypatch):
+    """The reference path's blocks on a GPU take the whole pair grid where it fits (a few launches a step, not
+    blocks × kernels): the same sum and gradient within float rounding, computed here on the CPU at both sizes."""
+    from featlab.papers.midpoint_mixup import pairs
+
+    net, x, y, mult = _setup(dtype, N=23)
+    assert pairs.block_elements(torch.device("cuda")) > 64 * pairs.block_elements(torch.device("cpu"))
+    monkeypatch.setattr(pairs, "_BLOCK_ELEMENTS", 3 * x.shape[2] * net.A.shape[0])  # tiny blocks: 1×1 ... 2×2 points
+    small = _value_grad(net, lambda kern: mm.midpoint_all_pairs_loss(net, x, y, mult, kernel=kern), "reference")
+    monkeypatch.setattr(pairs, "_BLOCK_ELEMENTS", pairs._BLOCK_ELEMENTS_CUDA)  # the CUDA size: one block
+    whole = _value_grad(net, lambda kern: mm.midpoint_all_pairs_loss(net, x, y, mult, kernel=kern), "reference")
+    assert ((whole[0] - small[0]).abs() / small[0].abs()).max() <= TOL[dtype]
+    assert (whole[1] - small[1]).norm() / small[1].norm() <= TOL[dtype]

@@ -21,6 +21,15 @@ import torch
 from . import fused_pairs
 
 _BLOCK_ELEMENTS = 1 << 17  # activations per replica and block: (B, B, P, M) ≈ 0.5 MB of float32
+# on a GPU a block is a handful of kernel launches whatever its size: blocks sized for a CPU cache left the CUDA step
+# launch-bound (≈ 10 blocks × 20 kernels a step at mm-multiview quick's shapes); 64 MB of float32 per replica takes
+# quick's whole pair grid in one block and 10× its N in about ten
+_BLOCK_ELEMENTS_CUDA = 1 << 24
+
+
+def block_elements(device: torch.device) -> int:
+    """Activations per replica in one block of the reference path on ``device``."""
+    return _BLOCK_ELEMENTS_CUDA if device.type == "cuda" else _BLOCK_ELEMENTS
 
 
 KERNELS = ("auto", "fused", "reference")
@@ -47,7 +56,7 @@ def all_pairs_sum(model, H: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, wt
             raise ValueError(f"kernel='fused' cannot compute this pair sum: {why}; use kernel='auto' or 'reference'")
     E, N, P, M = H.shape
     # the block depends on one replica's shapes only, never on E: replica i sums in the same order alone or batched
-    block = max(1, min(math.isqrt(max(chunk, 1)), math.isqrt(max(_BLOCK_ELEMENTS // (P * M), 1)), N))
+    block = max(1, min(math.isqrt(max(chunk, 1)), math.isqrt(max(block_elements(H.device) // (P * M), 1)), N))
     return _AllPairsSum.apply(H, model, y, lam, wts, mult, symmetric, block)
 
 
