@@ -24,6 +24,13 @@ def no_system_data(monkeypatch):
     monkeypatch.delenv(image_files.DATA_ENV, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def own_timing_cache(tmp_path_factory, monkeypatch):
+    """Timings (featlab.runs.timing) cached in a folder of the test's own: never the user's ~/.cache, and no test
+    reads another's."""
+    monkeypatch.setenv("FEATLAB_CACHE_DIR", str(tmp_path_factory.mktemp("timing-cache")))
+
+
 @pytest.fixture
 def real_fmnist(monkeypatch):
     """The system copy of the real FashionMNIST (apt-get install dataset-fashion-mnist, as .ci/run does), searched

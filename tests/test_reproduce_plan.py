@@ -1,5 +1,6 @@
-"""``featlab reproduce --dry-run``: the plan — each experiment's estimated time from the measured matmul rate, what
-is skipped (missing data, needs a GPU) and why — printed before anything runs, and nothing else done."""
+"""``featlab reproduce --dry-run``: the plan — each experiment's estimated time (its own steps timed here, cached,
+or a run measured here) and how it was made, what is skipped (missing data, needs a GPU) and why, with the estimate
+it can make — printed before anything runs, and nothing else done."""
 
 from __future__ import annotations
 
@@ -8,18 +9,24 @@ import re
 import pytest
 import torch
 
-import featlab
 from featlab.cli import main, reproduce
+from featlab.errors import ConfigError
+from featlab.runs import timing
 from featlab.runs.registry import list_experiments
-from featlab.runs.resources import matmul_rate, seconds
-from featlab.runs.runner import resolve_config
+from featlab.runs.resources import lower_bound
+from featlab.runs.runner import check_resources, resolve_config
 
-RATE = 1e11  # a fixed machine: the plan's numbers never depend on this one's load
+FACTOR = 50.0  # a fixed machine: each run "timed" at 50× its lower bound, never measured (no test waits on it)
+
+
+def fake_measure(exp, cfg, device):
+    return timing.Timing(FACTOR * lower_bound(cfg.estimate(), device.type), 0.01, 1, 3)
 
 
 @pytest.fixture
-def cpu_machine(monkeypatch):
-    monkeypatch.setattr(reproduce, "matmul_rate", lambda: RATE)
+def cpu_machine(monkeypatch, tmp_path):
+    monkeypatch.setenv("FEATLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(timing, "measure", fake_measure)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
 
@@ -36,14 +43,17 @@ def test_dry_run_prints_the_paper_plan_and_runs_nothing(cpu_machine, tmp_path, c
     assert code == 0 and not out_dir.exists()
     rows = _rows(out)
     assert set(rows) == {e.id for e in list_experiments() if "paper" in e.presets}
-    for exp_id in ("fa-resnet-cifar10", "mm-spurious-cifar10", "mm-spurious-fmnist"):
+    for exp_id in ("fa-resnet-cifar10", "mm-spurious-cifar10", "mm-spurious-fmnist"):  # the estimate it can make
         assert "skipped: needs the" in rows[exp_id] and "files" in rows[exp_id], rows[exp_id]
+        assert "data missing" in rows[exp_id] and "scaled from its quick preset timed here" in rows[exp_id]
     assert "skipped: needs the embeddings file" in rows["fa-embeddings"]
     assert "skipped" not in rows["fa-synthetic"] and "skipped" not in rows["rfa-fig1"]
+    assert "(timed 3 steps here in 0.0 s)" in rows["rfa-fig1"]
     assert "mm-multiview" not in rows  # no paper preset: the paper did not run it (its cpu-long preset is a demo)
-    _, why = reproduce._plan([featlab.get_experiment("mm-multiview")], ["paper"])
-    assert why["mm-multiview"].startswith("no paper preset: the paper did not run it")
+    assert re.search(r"\n\s+mm-multiview\s+not run: no paper preset: the paper did not run it", out), out
     assert re.search(r"total ≈ .* for \d+ experiment run\(s\); \d+ skipped", out)
+    main(["reproduce", "feature-amplification", "--preset", "paper", "--dry-run", "--out", str(out_dir)])
+    assert "(cached: timed here before, 3 steps)" in _rows(capsys.readouterr().out)["rfa-fig1"]
 
 
 def test_an_experiment_over_a_day_on_this_cpu_is_left_to_a_gpu(cpu_machine, capsys, monkeypatch):
@@ -51,7 +61,7 @@ def test_an_experiment_over_a_day_on_this_cpu_is_left_to_a_gpu(cpu_machine, caps
     exps = [e for e in list_experiments() if e.id in presets]
     todo = [(e, presets[e.id]) for e in exps]
     configs = [resolve_config(e.id, presets[e.id])[1] for e in exps]
-    secs = {e.id: seconds(c.estimate(), RATE) for e, c in zip(exps, configs)}
+    secs = {e.id: FACTOR * lower_bound(c.estimate()) for e, c in zip(exps, configs)}
     assert secs["mm-multiview"] > secs["rfa-fig1"]
     monkeypatch.setattr(reproduce, "GPU_S", (secs["mm-multiview"] + secs["rfa-fig1"]) / 2)  # between the two
     not_run: dict[str, str] = {}
@@ -63,37 +73,52 @@ def test_an_experiment_over_a_day_on_this_cpu_is_left_to_a_gpu(cpu_machine, caps
     assert len(reproduce.print_plan(todo, configs, {})) == 2
 
 
-def test_the_plan_scales_with_the_measured_rate():
-    cfg = resolve_config("mm-multiview", "cpu-long")[1]
-    slow, fast = seconds(cfg.estimate(), RATE), seconds(cfg.estimate(), 2 * RATE)
-    assert 1.5 * fast < slow < 2 * fast  # the work halves, the per-step launch cost stays
-
-
 def test_quick_plan_skips_nothing(cpu_machine, tmp_path, capsys):
     assert main(["reproduce", "feature-amplification", "--estimate", "--out", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     assert "skipped" not in out and len(_rows(out)) == len(list_experiments("feature-amplification"))
 
 
-def test_the_matmul_rate_is_measured_quickly():
-    rate = matmul_rate(0.02, 128)
-    assert rate > 1e8  # any machine multiplies faster than 0.1 GFLOP/s
+def test_a_reproduction_times_only_what_might_need_a_gpu(cpu_machine, capsys, monkeypatch):
+    """Before a real reproduction the plan decides what needs a GPU: a run whose lower bound is short cannot take a
+    day, so it is not timed (its line says so); the dry run times it."""
+    monkeypatch.setattr(timing, "measure", lambda *a: pytest.fail("a short run was timed"))
+    e = next(x for x in list_experiments() if x.id == "rfa-fig1")
+    reproduce.print_plan([(e, "quick")], [resolve_config(e.id, "quick")[1]], {}, measure=None)
+    assert "not timed: --dry-run times it; a lower bound" in _rows(capsys.readouterr().out)["rfa-fig1"]
 
 
-def test_a_run_measured_here_scales_the_estimate(cpu_machine, tmp_path, capsys):
-    """The model's per-step costs are generic: an experiment's newest run under OUT (its time against the same
-    model) scales its estimate, and the plan says so; without a run the model stands alone."""
+def test_a_run_measured_here_gives_or_scales_the_estimate(cpu_machine, tmp_path, capsys, monkeypatch):
+    """A run of the same config under OUT is the estimate; a run of another preset scales the lower bound of one
+    that cannot be timed here (its data missing), and the plan says which."""
     import featlab
 
     out = tmp_path / "runs"
-    rec = featlab.run("rfa-fig1", "quick", out=out, quiet=True, seeds=1)
-    e = next(x for x in list_experiments() if x.id == "rfa-fig1")
-    cfg = resolve_config("rfa-fig1", "paper")[1]
-    model = seconds(cfg.estimate(), RATE)
-    reproduce.print_plan([(e, "paper")], [cfg], {}, out)
-    row = _rows(capsys.readouterr().out)["rfa-fig1"]
-    factor = rec.summary["elapsed_s"] / seconds(e.config(**rec.summary["config"]).estimate(), RATE)
-    assert "its quick run took" in row and f"×{factor:.2g}" in row, row
-    assert reproduce._calibration(featlab.runs.index.find_runs(out), e, RATE)[0] == pytest.approx(factor)
-    reproduce.print_plan([(e, "paper")], [cfg], {}, tmp_path / "empty")  # no run there: the model alone
-    assert "took" not in _rows(capsys.readouterr().out)["rfa-fig1"] and model > 0
+    rec = featlab.run("fa-embeddings", "quick", out=out, quiet=True, seeds=1)
+    e = next(x for x in list_experiments() if x.id == "fa-embeddings")
+    quick = resolve_config(e.id, "quick", overrides={"seeds": 1})[1]
+    monkeypatch.setattr(timing, "measure", lambda *a: pytest.fail("a run measured here was timed again"))
+    reproduce.print_plan([(e, "quick")], [quick], {}, out)
+    row = _rows(capsys.readouterr().out)["fa-embeddings"]
+    assert f"measured: its quick run took {reproduce.duration(rec.summary['elapsed_s'])} here" in row, row
+    paper = resolve_config(e.id, "paper", overrides={"embeddings": str(tmp_path / "none.npz")})[1]
+    reproduce.print_plan([(e, "paper")], [paper], {}, out)
+    row = _rows(capsys.readouterr().out)["fa-embeddings"]
+    factor = rec.summary["elapsed_s"] / lower_bound(quick.estimate())
+    assert "skipped: needs the embeddings file" in row and f"lower bound × {factor:.3g}, scaled from its quick run " \
+           f"measured here" in row, row
+
+
+def test_the_resource_check_times_a_long_run_and_warns_past_a_day(cpu_machine, capsys, monkeypatch):
+    """A run whose lower bound is over ten minutes has its steps timed before it starts: past a day a warning, past
+    a month a refusal, each naming the fields to lower."""
+    _, cfg = resolve_config("mm-phase", "full-grid")
+    assert timing.MEASURE_ABOVE_S < lower_bound(cfg.estimate()) < 86_400  # long enough to be timed
+    monkeypatch.setattr(timing, "measure", lambda *a: timing.Timing(2 * 86_400.0, 1.0, 1, 3))
+    check_resources("mm-phase", cfg)
+    err = capsys.readouterr().err
+    assert err.startswith("featlab: warning:") and "would take about 2 days on this cpu" in err, err
+    _, cfg = resolve_config("mm-phase", "full-grid", overrides={"seed": 1})  # another config: not the cached one
+    monkeypatch.setattr(timing, "measure", lambda *a: timing.Timing(40 * 86_400.0, 1.0, 1, 3))
+    with pytest.raises(ConfigError, match="would take about 40 days on this cpu .*; lower '"):
+        check_resources("mm-phase", cfg)

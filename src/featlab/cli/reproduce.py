@@ -20,8 +20,9 @@ from ..report.summary import NOT_RUN_FILE, build, console_summary
 from ..runs.index import find_runs
 from ..runs.record import counts_text
 from ..runs.registry import NO_PAPER_PRESET, Experiment, list_experiments, papers
-from ..runs.resources import duration, matmul_rate, seconds, size
+from ..runs.resources import duration, size
 from ..runs.runner import resolve_config, run
+from ..runs.timing import estimate
 from ..utils import atomic_write, check_writable, json_dumps, json_loads, writing
 from .options import add_run_options
 
@@ -110,9 +111,8 @@ def cmd_report(a: argparse.Namespace) -> int:
         print(f"stability studies: {', '.join(studies) or 'none under ' + str(root)} → "
               f"{a.publish_stability}/stability")
     if a.publish:
-        rate = matmul_rate()
         with writing("--publish"):
-            counts = publish(root, a.publish, a.preset, not_run=lambda e: _not_run_reason(root, e, a.preset, rate))
+            counts = publish(root, a.publish, a.preset, not_run=lambda e: _not_run_reason(root, e, a.preset))
         print(f"results ({a.preset}): {counts['held']} held, {counts['failed']} failed, {counts['inconclusive']} "
               f"inconclusive, {counts['unverified']} unverified, {counts['never run']} never run → {a.publish}")
         with writing("--readme"):
@@ -122,9 +122,9 @@ def cmd_report(a: argparse.Namespace) -> int:
     return 0
 
 
-def _not_run_reason(root: Path, exp: Experiment, preset: str, rate: float) -> str:
+def _not_run_reason(root: Path, exp: Experiment, preset: str) -> str:
     """Why ``exp`` has no run at ``preset`` under ``root``: what `featlab reproduce` recorded, else its estimate (the
-    data it lacks, or the time it would take on this machine)."""
+    data it lacks, or the time it would take on this machine: cached timing or a scaled model, never timed here)."""
     try:
         recorded = json_loads((root / NOT_RUN_FILE).read_text(encoding="utf-8")).get("not_run") or {}
     except (OSError, ValueError, AttributeError):
@@ -132,16 +132,10 @@ def _not_run_reason(root: Path, exp: Experiment, preset: str, rate: float) -> st
     why = recorded.get(exp.id) if isinstance(recorded, dict) else None
     if why and not (str(why).startswith(NO_PAPER_PRESET) and preset != "paper"):  # it speaks of paper only
         return str(why)
-    needs = resolve_config(exp.id, preset)[1].estimate()
-    missing = next((n.missing for n in needs if n.missing), "")
-    secs, cal = seconds(needs, rate), _calibration(find_runs(root), exp, rate)
-    when = f"at least {duration(secs)}"
-    if cal is not None:
-        secs = secs * cal[0]
-        when = f"{duration(secs)} (scaled by its {cal[1]} run here, {duration(cal[2])})"
-    return (f"not run here: {missing}" if missing else
-            f"not run here yet: estimated {when} and {size(sum(n.bytes for n in needs))} on this "
-            f"CPU{' (needs a GPU)' if secs > GPU_S else ''}; featlab run {exp.id} --preset {preset}")
+    est = estimate(exp, resolve_config(exp.id, preset)[1], runs=find_runs(root), measure=False)
+    return (f"not run here: {est.missing}" if est.missing else
+            f"not run here yet: estimated {duration(est.seconds)} ({est.how}) and {size(est.bytes)} on this "
+            f"CPU{' (needs a GPU)' if est.seconds > GPU_S else ''}; featlab run {exp.id} --preset {preset}")
 
 
 def _split_overrides(exps: list[Experiment], overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -185,27 +179,24 @@ def _plan(exps: list[Experiment], presets: list[str]) -> tuple[list[tuple[Experi
 
 
 def print_plan(todo: list[tuple[Experiment, str]], configs: list, not_run: dict[str, str],
-               out: Path | None = None) -> list[tuple[Any, str]]:
-    """Print each experiment's estimated time (its work at this machine's measured matmul rate, scaled by what its
-    newest run under ``out`` measured against the same model) and memory; skip, with a line, those whose data are
-    missing or that need a GPU (more than a day on this CPU). The rest is returned (``not_run`` gets the reasons)."""
-    rate = matmul_rate()
+               out: Path | None = None, measure: bool | None = True) -> list[tuple[Any, str]]:
+    """Print each experiment's estimated time and memory and how the time was estimated (featlab.runs.timing: a run
+    of the same config under ``out``, its own steps timed here or cached, else a scaled model; ``measure=None``
+    times only what might need a GPU); skip, with a line, those whose data are missing or that need a GPU (more than
+    a day on this CPU). The rest is returned (``not_run`` gets the reasons)."""
     gpu = torch.cuda.is_available()
     runs = find_runs(out) if out is not None else None
-    print(f"plan (estimated at this machine's measured matmul rate, {rate / 1e9:.0f} GFLOP/s"
-          f"{'' if gpu else ', CPU'}; ×f: scaled by a run measured here):", flush=True)
+    where = "this machine" if gpu else "this machine's CPU"
+    print(f"plan (each experiment's own steps timed on {where}, scaled to the preset's steps; how, in brackets):",
+          flush=True)
     kept, total = [], 0.0
     for (e, p), cfg in zip(todo, configs):
-        needs = cfg.estimate()
-        secs, mem = seconds(needs, rate), sum(n.bytes for n in needs)
-        cal = _calibration(runs, e, rate) if runs is not None else None
-        if cal is not None:
-            secs *= cal[0]
-        missing = next((n.missing for n in needs if n.missing), "")
-        why = missing or ("" if gpu or secs <= GPU_S else f"needs a GPU (about {duration(secs)} on this CPU)")
-        note = f"  (×{cal[0]:.2g}: its {cal[1]} run took {duration(cal[2])} here)" if cal else ""
-        print(f"  {e.id:22s} {p:8s} ≈ {duration(secs):>9s}, {size(mem):>9s}" + (f"  skipped: {why}" if why else note),
-              flush=True)
+        est = estimate(e, cfg, runs=runs, measure=measure)
+        secs = est.seconds
+        slow = "" if gpu or secs <= GPU_S else f"needs a GPU (about {duration(secs)} on this CPU)"
+        why = "; ".join(w for w in (est.missing, slow) if w)
+        print(f"  {e.id:22s} {p:8s} ≈ {duration(secs):>9s}, {size(est.bytes):>9s}"
+              + (f"  skipped: {why}" if why else "") + f"  ({est.how})", flush=True)
         if why:
             not_run[e.id] = f"not run here: {why}; featlab run {e.id} --preset {p} runs it anyway"
         else:
@@ -214,22 +205,6 @@ def print_plan(todo: list[tuple[Experiment, str]], configs: list, not_run: dict[
     print(f"  total ≈ {duration(total)} for {len(kept)} experiment run(s)"
           + (f"; {len(todo) - len(kept)} skipped" if len(kept) < len(todo) else ""), flush=True)
     return kept
-
-
-def _calibration(runs, e: Experiment, rate: float) -> tuple[float, str, float] | None:
-    """(measured / model, preset, seconds) of ``e``'s newest complete run (not a control) that recorded its time:
-    the model's per-step costs are generic, a run on this machine is what each step of this experiment costs."""
-    for r in runs.of(e.id):
-        el = r.summary.get("elapsed_s")
-        if not (r.ok and isinstance(el, (int, float)) and el > 0):
-            continue
-        try:
-            model = seconds(e.config(**(r.summary.get("config") or {})).estimate(), rate)
-        except Exception:  # a record from another version of the config: not comparable, try an older one
-            continue
-        if model > 0:
-            return el / model, str(r.summary.get("preset")), float(el)
-    return None
 
 
 def _run_rivals(e: Experiment, preset: str, out: Path, force: bool, overrides: dict[str, Any],
@@ -260,7 +235,10 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     if not todo and not not_run:
         raise ConfigError(f"--preset: no experiment of this reproduction has a preset {a.preset!r}")
     configs = [resolve_config(e.id, p, overrides=per_exp[e.id])[1] for e, p in todo]  # bad overrides fail here
-    todo = print_plan(todo, configs, not_run, Path(a.out))
+    absent = dict(not_run)
+    todo = print_plan(todo, configs, not_run, Path(a.out), measure=True if a.dry_run else None)
+    for exp_id, why in absent.items():  # after the plan: those with no such preset, or a smoke test only
+        print(f"  {exp_id:22s} not run: {why}", flush=True)
     if a.dry_run:
         return 0
     out, broken = Path(a.out), []

@@ -22,6 +22,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from .. import meter
+
 Head = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -83,7 +85,7 @@ def subspace_pgd(sub: Subspace, y: torch.Tensor, eps: float, *, steps: int, step
     fooled = torch.zeros(E, n, dtype=torch.bool, device=z0.device)
     c_hit = torch.zeros_like(c)
     Rt = R.transpose(1, 2)
-    for t in range(steps + 1):
+    for t in meter.steps(steps + 1):  # a few, timed, when an estimate is measured (featlab.meter)
         z = (z0 + torch.bmm(c, R)).requires_grad_(True)
         with torch.enable_grad():
             out = head(z) if grad_head is None else grad_head(z)

@@ -2,14 +2,13 @@
 
 Experiments declare their big tensors in ``cfg.estimate()`` (a list of :class:`~featlab.config.Need`) with the
 builders below; ``featlab run`` refuses a request the machine cannot hold (one line naming the fields to lower),
-an allocation failure that still happens becomes one line and a failed run record, and ``featlab reproduce --dry-run``
-turns the work terms into a time estimate from this machine's measured matmul rate.
+an allocation failure that still happens becomes one line and a failed run record. The work terms give a lower bound
+on the time (a refusal above a month); :mod:`featlab.runs.timing` measures the time itself.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,13 @@ import torch
 from ..config import Need
 from ..data import image_files
 from ..data.images import SPECS, CifarSpec, data_roots
-from ..utils import torch_threads
 
 # (channels, height, width, training images, classes) of the image datasets (data/images.py reads them)
 IMAGE_SHAPES: dict[str, tuple[int, int, int, int, int]] = {
     "digits": (1, 8, 8, 1198, 10), "mnist": (1, 28, 28, 60_000, 10), "fashionmnist": (1, 28, 28, 60_000, 10),
     "cifar10": (3, 32, 32, 50_000, 10), "cifar100": (3, 32, 32, 50_000, 100)}
-STEP_OPS_S = 3e-4  # launch cost of one training step: a few dozen small tensor ops of ~10 µs each
-EFFICIENCY = 0.25  # share of the measured matmul peak a run reaches (skinny products, elementwise passes, probes)
+FLOP_RATE = 1e12  # optimistic FLOP/s (several times a CPU's peak) and per-step cost: the work's lower bound
+STEP_S = 2e-5  # a training or attack step is a few tensor ops, each several microseconds at least
 
 
 def item(dtype: str) -> int:
@@ -184,24 +182,11 @@ def oom_message(experiment_id: str, cfg: Any, err: BaseException) -> str:
 
 
 # ------------------------------------------------------------------------------------------ time estimates
-def matmul_rate(seconds: float = 0.2, n: int = 512) -> float:
-    """This machine's float32 matmul peak (FLOP/s): the fastest of the products one thread makes in about
-    ``seconds``, times the threads torch uses. One thread and the fastest product, so that other work on a shared
-    machine weighs little (threads waiting on each other there make a two-thread measure swing tenfold)."""
-    a = torch.randn(n, n, generator=torch.Generator().manual_seed(0))
-    threads = torch.get_num_threads()
-    with torch_threads(1):
-        a @ a  # warm-up
-        best, t_end = math.inf, time.perf_counter() + seconds
-        while (t0 := time.perf_counter()) < t_end or best == math.inf:
-            a @ a
-            best = min(best, time.perf_counter() - t0)
-    return 2.0 * n**3 / max(best, 1e-9) * threads
-
-
-def seconds(needs: list[Need], rate: float) -> float:
-    """Estimated wall time of ``needs`` at ``EFFICIENCY`` × the measured ``rate``, plus each step's launch cost."""
-    return sum(n.flops / (EFFICIENCY * rate) + n.steps * STEP_OPS_S for n in needs)
+def lower_bound(needs: list[Need], device_type: str = "cpu") -> float:
+    """Seconds the work terms of ``needs`` take at least: their flops at ``FLOP_RATE`` (× 100 on a GPU) and a
+    launch cost per step. A floor, not an estimate (runs here took 5-90× it; featlab.runs.timing measures them)."""
+    rate = FLOP_RATE * (100 if device_type == "cuda" else 1)
+    return sum(n.flops / rate + n.steps * STEP_S for n in needs)
 
 
 def duration(s: float) -> str:

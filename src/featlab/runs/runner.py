@@ -22,12 +22,11 @@ from .context import RunContext
 from .provenance import collect_provenance, versions
 from .record import RunRecord
 from .registry import get_experiment
-from .resources import fields_text, is_out_of_memory, oom_message, size
+from .resources import fields_text, is_out_of_memory, lower_bound, oom_message, size
 from .store import RunWriter
+from .timing import MEASURE_ABOVE_S, estimate
 
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # a full or read-only disk while writing
-FLOP_RATE = 1e12  # optimistic FLOP/s (several times a CPU's peak) and per-step cost: work estimates are lower bounds
-STEP_S = 2e-5  # a training or attack step is a few tensor ops, each several microseconds at least
 WARN_S, REFUSE_S = 86_400.0, 30 * 86_400.0  # warn above a day of work, refuse above a month
 # featlab itself beside the tensors its estimate counts: torch and the libraries (0.4 GiB at start), allocator and
 # thread arenas, figures (measured: 0.55-0.85 GB peak for quick runs whose tensors are a few MiB)
@@ -90,8 +89,10 @@ def available_memory(device: torch.device) -> float | None:
 
 def check_resources(experiment_id: str, cfg, quiet: bool = False,
                     device: torch.device | None = None) -> None:
-    """Refuse (one line, exit 2) a run whose estimated memory exceeds what is available, or whose estimated work
-    exceeds a month; warn when it exceeds a day. Work estimates are lower bounds: a refusal is never a guess."""
+    """Refuse (one line, exit 2) a run whose estimated memory exceeds what is available, or whose work exceeds a
+    month; warn when it exceeds a day. The work's lower bound (``cfg.estimate()``) refuses at once; a run whose lower
+    bound exceeds ten minutes (and not a day) has its own steps timed here (featlab.runs.timing, cached), and that
+    estimate decides."""
     needs = cfg.estimate() if hasattr(cfg, "estimate") else []
     dev = device if device is not None else resolve_device(cfg.device)
     # On the CPU every term shares one memory. On a GPU every tensor ends on the device, and the data terms are
@@ -102,11 +103,17 @@ def check_resources(experiment_id: str, cfg, quiet: bool = False,
         _check_memory(experiment_id, cfg, needs, 0.0, available_memory(dev), "GPU ")
     if any(n.missing for n in needs):  # its data are missing: the loader's one-line error says so, no time warning
         return
-    rate = FLOP_RATE * (100 if dev.type == "cuda" else 1)  # a GPU: 100 TFLOP/s, still a lower bound on the time
-    secs = sum(n.flops / rate + n.steps * STEP_S for n in needs)
+    floor = lower_bound(needs, dev.type)
+    secs, how = floor, "at least"
+    if floor > REFUSE_S:  # a floor above a month: refused without timing it
+        big = max(needs, key=lambda n: lower_bound([n], dev.type))
+        raise ConfigError(f"{experiment_id} would take at least {secs / 86_400:.3g} days ({big.what}); lower "
+                          f"{fields_text(cfg, big.fields)}")
+    if MEASURE_ABOVE_S < floor <= WARN_S:  # might take a day: its own steps timed here (seconds, cached)
+        secs, how = estimate(get_experiment(experiment_id), cfg).seconds, "about"
     if secs > WARN_S:
-        big = max(needs, key=lambda n: n.flops / rate + n.steps * STEP_S)
-        text = f"{experiment_id} would take at least {secs / 86_400:.3g} days ({big.what}); lower " \
+        big = max(needs, key=lambda n: lower_bound([n], dev.type))
+        text = f"{experiment_id} would take {how} {secs / 86_400:.3g} days on this {dev.type} ({big.what}); lower " \
                f"{fields_text(cfg, big.fields)}"
         if secs > REFUSE_S:
             raise ConfigError(text)

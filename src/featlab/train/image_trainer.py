@@ -34,6 +34,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from .. import meter
 from ..errors import ConfigError
 from ..placement import to_host
 from ..utils import generator as make_generator
@@ -179,8 +180,9 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
     t0 = time.perf_counter()
     bar = progress_bar(spec.epochs * steps_per_epoch, desc)
     bar.update(start * steps_per_epoch)
+    n_eval = sum(spec.evaluates(e) for e in range(start + 1, spec.epochs + 1))  # tests this call runs
     try:
-        for epoch in range(start, spec.epochs):
+        for epoch in meter.steps(spec.epochs, start):  # a few, timed, when an estimate is measured (featlab.meter)
             lr = spec.lr_at(epoch)
             for group in opt.param_groups:
                 group["lr"] = lr
@@ -189,7 +191,7 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
             g_obj = make_generator(seed, f"fit/objective/{epoch}")
             model.train()
             tot, cnt, te = torch.zeros((), device=device), 0, time.perf_counter()
-            for idx in _batches(n_train, spec.batch_size, g_order):
+            for idx in meter.each(_batches(n_train, spec.batch_size, g_order), steps_per_epoch):
                 x, y = batch_fn(idx, g_data)
                 x = x.to(device, non_blocking=True).contiguous(memory_format=fmt)
                 y = y.to(device, non_blocking=True)
@@ -210,9 +212,12 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
             ips = cnt / max(time.perf_counter() - te, 1e-9)
             bar.set_postfix(loss=f"{train_loss:.4f}", img_s=f"{ips:.0f}", epoch=epoch + 1)
             row = {"epoch": epoch + 1, "train_loss": train_loss, "lr": lr, "images_per_s": ips}
-            if evaluate is not None and spec.evaluates(epoch + 1):
+            # while an estimate is measured, every epoch the shortened loop may end at tests too: the test's cost
+            # is timed (scaled to the n_eval tests of the run) and the history ends on a test, as a run's does
+            timing = meter.metering_now() and epoch - start < meter.budget(spec.epochs - start)
+            if evaluate is not None and (spec.evaluates(epoch + 1) or timing):
                 model.eval()
-                with torch.no_grad():
+                with torch.no_grad(), meter.every(n_eval):
                     row.update({k: float(v) for k, v in evaluate(model).items()})
                 model.train()
             res.history.append(row)

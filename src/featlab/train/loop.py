@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import torch
 
+from .. import meter
 from ..placement import to_host
 from ..utils import progress_bar
 
@@ -129,12 +130,15 @@ def train(params: Iterable[torch.Tensor], loss_fn: Callable[[int], torch.Tensor]
 
     loss = None
     try:
-        for step in range(steps):
+        for step in meter.steps(steps):  # timed in a few steps when an estimate is measured (featlab.meter)
             opt.zero_grad()
             loss = loss_fn(step)
             first_bad = torch.where(~torch.isfinite(loss.detach()) & (first_bad < 0), step, first_bad)
-            if step % probe_every == 0 and not measure(step, loss):
-                break
+            if step % probe_every == 0:
+                with meter.every((steps - 1) // probe_every + 1):
+                    ok = measure(step, loss)
+                if not ok:
+                    break
             loss.sum().backward()
             opt.step()
             res.steps_done = step + 1

@@ -266,7 +266,8 @@ def rfa_amplification(ctx) -> None:
                          probe_every=1, desc="GD", threads=cfg.threads))
     _measure_init(ctx, cfg, net, tr, dist, J, W0)
     _measure_first_step(ctx, cfg, net, tr, dist, J, W0, store.get(1), score0)
-    f = _measure_over_time(ctx, cfg, res.frame(), T, store[T], W0, net.A, tr, J, dist)
+    WT = store.get(T, net.W.detach())  # T not reached: a run shortened to time its steps (featlab.meter)
+    f = _measure_over_time(ctx, cfg, res.frame(), T, WT, W0, net.A, tr, J, dist)
     sweep = _d_sweep(ctx, cfg, seeds, dtype)
     if not ctx.is_control:  # a control judges its claims only: no figure
         _draw(ctx, cfg, f, T, store, dist, J, sweep, len(seeds))

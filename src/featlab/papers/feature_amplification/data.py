@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ... import meter
 from ...data.base import Batch
 from ...nn.twolayer import signed_readout
 from ...placement import to_host, to_run
@@ -123,7 +124,7 @@ class XORClusterDistribution:
             return torch.tensor(0.0, dtype=torch.float64)
         g = generator(seed, "eta-quantile")
         vals = []
-        for lo in range(0, N, 2000):
+        for lo in meter.each(range(0, N, 2000), -(-N // 2000)):  # a few chunks when an estimate is measured
             k = min(2000, N - lo)
             c = torch.randint(4, (k,), generator=g)
             x = self._centres(e)[c] + cluster_noise(k, self.d, self.sigma, self.law, g)

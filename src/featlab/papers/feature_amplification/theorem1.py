@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from pydantic import Field, model_validator
 
+from ... import meter
 from ...config import check
 from ...data.base import Batch
 from ...nn.twolayer import EnsembleTwoLayer, sign_prediction
@@ -158,7 +159,7 @@ def linear_baselines(tr, te) -> dict[str, torch.Tensor]:
     acc_b: list[float] = []
     Xs, ys = to_numpy(tr.x, float), to_numpy(tr.y)  # sklearn fits on the host: the sets cross over once
     Xts, yts = to_numpy(te.x, float), to_numpy(te.y_clean)
-    for X, y, Xt, yt in zip(Xs, ys, Xts, yts):
+    for X, y, Xt, yt in meter.each(zip(Xs, ys, Xts, yts), len(Xs)):  # a few fits when an estimate is measured
         for bias, out in ((False, acc_nb), (True, acc_b)):
             if len(np.unique(y)) < 2:
                 out.append(0.5)

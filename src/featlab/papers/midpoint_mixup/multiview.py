@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from pydantic import Field, model_validator
 
+from ... import meter
 from ...config import ExperimentConfig, check
 from ...errors import TrainingDiverged
 from ...nn.activations import SmoothedReLU
@@ -247,14 +248,13 @@ def train_on(cfg: MultiViewConfig, method: str, net, seeds, dist, tr, te, inputs
     after every ``probe_every`` steps: (probes, E, k) features learned per class."""
     x, mult, emb = inputs
     loss = make_loss(method, cfg, net, x, tr.y, mult, seeds)
-    per, done = [], cfg.steps
-    while done < cfg.long_steps:
+    per, starts = [], range(cfg.steps, cfg.long_steps, cfg.probe_every)
+    for done in meter.each(starts, len(starts)):  # a few, timed, when an estimate is measured (featlab.meter)
         n = min(cfg.probe_every, cfg.long_steps - done)
         with kernel_threads():
             res = train([net.W], loss, n, seeds=seeds, lr=cfg.eta, probe_every=n, desc=f"{method} (on)")
         if res.status != "complete":
             raise TrainingDiverged(res.message)
-        done += n
         with torch.no_grad():
             learned, _ = feature_test(net, dist, te, cfg.learned_threshold, None if V is None else emb)
         per.append(learned.sum(-1))
@@ -267,17 +267,16 @@ def _draw(ctx, cfg: MultiViewConfig, seeds, finals: dict, frames: dict) -> None:
     counts = ctx.numpy({m: finals[m]["counts"] for m in finals})
     ctx.figure(plots_mm.learned_counts(counts, seeds, k, f"Def 4.5: features learned per class (k={k}, "
                                        f"d={cfg.d:.0e}, {cfg.steps} GD steps)"), "learned_counts")
-    lam, steps_m, frac = {}, {}, {}
+    lam, steps_l, steps_m, frac = {}, {}, {}, {}
     for m, fr in frames.items():
         piv = fr[fr.seed == seeds[0]].pivot_table(index="step", columns="metric", values="value")
+        steps_l[m] = piv.index.to_numpy()  # each method's own: a run timing its steps cuts some (featlab.meter)
         lam[m] = np.stack([np.stack([piv[f"{m}.Lambda[y={y + 1},l={l}]"].to_numpy() for l in (1, 2)], -1)
                            for y in range(k)], 1)
         fb = fr[fr.metric == f"{m}.frac_classes_both"].pivot_table(index="step", columns="seed", values="value")
         frac[m] = fb.to_numpy()
         steps_m[m] = fb.index.to_numpy()
-    st0 = frames[next(iter(frames))]
-    st0 = np.sort(st0[st0.seed == seeds[0]].step.unique())
-    ctx.figure(plots_mm.correlation_trajectories(st0, lam, list(range(cfg.traj_classes)), 2 * cfg.rho / cfg.delta1,
+    ctx.figure(plots_mm.correlation_trajectories(steps_l, lam, list(range(cfg.traj_classes)), 2 * cfg.rho / cfg.delta1,
                                                  f"seed {seeds[0]}: Λ_y,ℓ = max_r <w_y,r, v_y,ℓ> (dotted: 2ρ/δ1)"),
                "correlation_trajectories")
     ctx.figure(plots_mm.frac_both_curves(steps_m, frac, "classes that learned both features (Def 4.5)"),

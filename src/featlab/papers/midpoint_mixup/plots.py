@@ -36,17 +36,18 @@ def learned_counts(counts: dict[str, np.ndarray], seeds: list[int], k: int, titl
     return fig
 
 
-def correlation_trajectories(steps: np.ndarray, lam: dict[str, np.ndarray], classes: list[int], threshold: float,
-                             title: str) -> Figure:
-    """Rows = methods, columns = classes: Λ_{y,1}, Λ_{y,2} (max_r <w_{y,r}, v_{y,ℓ}>) against the step."""
+def correlation_trajectories(steps: dict[str, np.ndarray], lam: dict[str, np.ndarray], classes: list[int],
+                             threshold: float, title: str) -> Figure:
+    """Rows = methods, columns = classes: Λ_{y,1}, Λ_{y,2} (max_r <w_{y,r}, v_{y,ℓ}>) against each method's
+    ``steps``."""
     methods = list(lam)
     fig, axes = subplots(len(methods), len(classes), figsize=(3.3 * len(classes), 2.5 * len(methods)),
                              sharex=True, squeeze=False)
     for i, meth in enumerate(methods):
         for j, y in enumerate(classes):
             ax = axes[i, j]
-            ax.plot(steps, lam[meth][:, y, 0], color="C3", label="$\\Lambda_{y,1}$")
-            ax.plot(steps, lam[meth][:, y, 1], color="C9", ls="--", label="$\\Lambda_{y,2}$")
+            ax.plot(steps[meth], lam[meth][:, y, 0], color="C3", label="$\\Lambda_{y,1}$")
+            ax.plot(steps[meth], lam[meth][:, y, 1], color="C9", ls="--", label="$\\Lambda_{y,2}$")
             ax.axhline(threshold, color="gray", ls=":", lw=1)
             ax.set_yscale("symlog", linthresh=1e-3)
             ax.grid(alpha=0.3)

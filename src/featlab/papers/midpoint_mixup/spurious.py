@@ -230,6 +230,8 @@ def _fig2(cfg: MMSpuriousConfig, curves: dict, paper: dict | None, runs: int):
             continue
         a = np.asarray(curves[m])
         ep = np.asarray(cfg.fit_spec().eval_epochs()) if cfg.epochs > 0 else np.zeros(1)  # 0: the init alone
+        if len(ep) != a.shape[1]:  # a run shortened to time its steps (featlab.meter): tested at each epoch it ran
+            ep = np.arange(1, a.shape[1] + 1)
         mean, std = a.mean(0), a.std(0)
         ax.plot(ep, mean, color=METHOD_COLOR[m], label=METHOD_LABEL[m], lw=1.6)
         ax.fill_between(ep, mean - std, mean + std, color=METHOD_COLOR[m], alpha=0.3, lw=0)

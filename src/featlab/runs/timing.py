@@ -1,0 +1,291 @@
+"""Time estimates that measure: an experiment's own code run on the chosen device with its loops cut to a few timed
+iterations (:mod:`featlab.meter`) and scaled to the config's step counts, cached per machine and code version.
+
+``timed(exp, cfg, device)`` runs ``exp.fn`` once, quietly, in a temporary folder (its checkpoints too), at the
+config's shapes: the data, the probes after training and the figures at full size, each training or attack loop for
+a few iterations (seconds in all). The result is kept in ``$XDG_CACHE_HOME/featlab/step_times.json`` (default
+``~/.cache/featlab``; ``FEATLAB_CACHE_DIR`` replaces the folder) under a key of the experiment, its whole config,
+the device, torch's version, featlab's version and a digest of its source files, and this machine: a second
+estimate of the same run is read from there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import io
+import json
+import os
+import platform
+import random
+import signal
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import meter
+from .._version import __version__
+from ..config import build_config
+from ..errors import ConfigError, TrainingDiverged
+from ..utils import atomic_write, resolve_device
+from .context import RunContext
+from .resources import duration, lower_bound
+
+CACHE_FILE = "step_times.json"
+KEEP = 400  # entries kept in the cache (the newest)
+LIMIT_S = 120.0  # a timing that runs longer stops at its next metered step (what ran is then a lower bound)
+
+
+@dataclass
+class Timing:
+    """``seconds``: the estimated wall time of the run; ``timed_s``: what measuring it took; ``loops``/
+    ``iterations``: the metered loops and the iterations that ran; ``cached``: read from the cache."""
+
+    seconds: float
+    timed_s: float
+    loops: int
+    iterations: int
+    cached: bool = False
+    stopped: str = ""  # why the shortened run stopped before its end ("" if it ran to it): ``seconds`` is then a floor
+
+    def how(self) -> str:
+        what = f"{self.iterations} steps" if self.iterations else "its whole run (no loop to shorten)"
+        tail = f", stopped at {self.stopped}: a lower bound" if self.stopped else ""
+        return f"cached: timed here before, {what}{tail}" if self.cached else \
+            f"timed {what} here" + (tail or f" in {self.timed_s:.1f} s")
+
+
+def cache_path() -> Path:
+    folder = os.environ.get("FEATLAB_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or
+                                                        Path.home() / ".cache") / "featlab"
+    return Path(folder).expanduser() / CACHE_FILE
+
+
+@functools.cache
+def _source_digest(*files: str) -> str:
+    """featlab's version and a digest of its source files (and of the experiment's module when it lives outside
+    featlab): an edit anywhere times the runs afresh."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha1(__version__.encode())
+    for p in [*sorted(root.rglob("*.py")), *map(Path, files)]:
+        with contextlib.suppress(OSError):
+            h.update(str(p).encode() + p.read_bytes())
+    return f"{__version__}+{h.hexdigest()[:12]}"
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def cache_key(exp: Any, cfg: Any, device: torch.device) -> str:
+    mod = sys.modules.get(getattr(exp.fn, "__module__", ""), None)
+    own = getattr(mod, "__file__", None) or ""
+    blob = {"experiment": exp.id, "config": cfg.to_dict(), "device": device_name(device), "torch": torch.__version__,
+            "code": _source_digest(*([own] if own and "featlab" not in Path(own).parts else [])),
+            "machine": [platform.node(), platform.machine(), os.cpu_count()]}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def _read_cache() -> dict[str, Any]:
+    try:
+        data = json.loads(cache_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(key: str, entry: dict[str, Any]) -> None:
+    data = _read_cache()
+    data[key] = entry
+    newest = sorted(data.items(), key=lambda kv: str(kv[1].get("date", "")) if isinstance(kv[1], dict) else "")
+    with contextlib.suppress(OSError):  # a read-only home: the estimate stands, it is only timed again next time
+        atomic_write(cache_path(), json.dumps(dict(newest[-KEEP:]), indent=1))
+
+
+def cached(exp: Any, cfg: Any, device: torch.device) -> Timing | None:
+    """The cached timing of this run on this machine and code, or None."""
+    entry = _read_cache().get(cache_key(exp, cfg, device))
+    try:
+        return Timing(float(entry["seconds"]), float(entry["timed_s"]), int(entry["loops"]),
+                      int(entry["iterations"]), cached=True, stopped=str(entry.get("stopped") or "")) \
+            if isinstance(entry, dict) else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def _isolated():
+    """No output, no progress bars, no warnings, and the global random states as they were (a run that follows is
+    the same with or without its estimate)."""
+    py, np_state, bars = random.getstate(), np.random.get_state(), os.environ.get("FEATLAB_PROGRESS")
+    os.environ["FEATLAB_PROGRESS"] = "0"
+    try:
+        with torch.random.fork_rng(devices=[]), warnings.catch_warnings(), \
+                contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        random.setstate(py)
+        np.random.set_state(np_state)
+        if bars is None:
+            os.environ.pop("FEATLAB_PROGRESS", None)
+        else:
+            os.environ["FEATLAB_PROGRESS"] = bars
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float):
+    """Past ``seconds``, :class:`~featlab.meter.OverBudget` raised wherever the run is (work outside the metered
+    loops too); on the main thread of a POSIX process, else nothing."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise meter.OverBudget("the shortened run took longer than its time limit")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def measure(exp: Any, cfg: Any, device: torch.device) -> Timing:
+    """Run ``exp`` at ``cfg`` with its loops cut to a few timed iterations; the estimated seconds of the whole run.
+    A run that stops early (the cap, or code after a shortened loop that needs all its steps) gives what it reached,
+    a lower bound that says so."""
+    run_cfg = cfg.model_copy(update={"checkpoint_dir": ""}) if "checkpoint_dir" in type(cfg).model_fields else cfg
+    sync = torch.cuda.synchronize if device.type == "cuda" else None
+    with tempfile.TemporaryDirectory(prefix="featlab-timing-") as tmp, _isolated():
+        stage = Path(tmp) / "run"
+        (stage / "figures").mkdir(parents=True)
+        ctx = RunContext(exp.id, run_cfg, stage, quiet=True, declared=exp.claims, run_device=device)
+        with meter.metering(sync, LIMIT_S) as m, _alarm(LIMIT_S + 5):
+            t0, stopped = time.perf_counter(), ""
+            try:
+                exp.fn(ctx)
+            except TrainingDiverged:  # a few steps of a config that diverges: what ran is what it costs
+                pass
+            except meter.OverBudget:
+                stopped = f"the {LIMIT_S:.0f} s cap"
+            except Exception as e:  # code after a shortened loop that needs all its steps (a curve's length)
+                stopped = f"a {type(e).__name__} of the shortened run"
+            wall = time.perf_counter() - t0
+    return Timing(wall + m.extra, wall, m.loops, m.iterations, stopped=stopped)
+
+
+def timed(exp: Any, cfg: Any, device: torch.device) -> Timing:
+    """The cached timing of this run, else :func:`measure` it here and cache it."""
+    hit = cached(exp, cfg, device)
+    if hit is not None:
+        return hit
+    t = measure(exp, cfg, device)
+    _write_cache(cache_key(exp, cfg, device), {
+        "experiment": exp.id, "seconds": round(t.seconds, 3), "timed_s": round(t.timed_s, 3), "loops": t.loops,
+        "iterations": t.iterations, "stopped": t.stopped, "device": device_name(device),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    return t
+
+
+# ------------------------------------------------------------------------------------------ the estimate of a run
+# a run whose lower bound is under ten minutes ends within a day (runs here took at most ~100× theirs): timed only
+# when asked (--dry-run), not before a run nor by a reproduction that only decides what needs a GPU
+MEASURE_ABOVE_S = 600.0
+
+
+@dataclass
+class Estimate:
+    """A run's estimated ``seconds`` and ``bytes``, ``how`` it was made (for the plan line), and ``missing``: what
+    this machine lacks to run it ("" if nothing)."""
+
+    seconds: float
+    bytes: float
+    how: str
+    missing: str = ""
+
+
+def calibration(runs: Any, exp: Any, cfg: Any, device_type: str) -> tuple[float, dict[str, Any]] | None:
+    """(measured / lower bound, summary) of ``exp``'s run under ``runs`` at ``cfg`` if there is one, else of its
+    newest: a complete run (not a control) on this kind of device that recorded its time. The lower bound's per-step
+    costs are generic; a run on this machine says what each step of this experiment costs."""
+    found = []
+    for r in runs.of(exp.id):
+        el, s = r.summary.get("elapsed_s"), r.summary
+        if not (r.ok and isinstance(el, (int, float)) and el > 0) or s.get("device_type", device_type) != device_type:
+            continue
+        try:
+            model = lower_bound(exp.config(**(s.get("config") or {})).estimate(), device_type)
+        except Exception:  # a record from another version of the config: not comparable, try an older one
+            continue
+        if model > 0:
+            found.append((el / model, s))
+    same = [f for f in found if f[1].get("config") == cfg.to_dict()]
+    pick = same or found
+    return pick[0] if pick else None
+
+
+def estimate(exp: Any, cfg: Any, *, runs: Any = None, measure: bool | None = True) -> Estimate:
+    """How long ``exp`` takes at ``cfg`` on its device, best first: the time of a run of this very config under
+    ``runs`` (an index of run records made here); its own steps timed here (cached, else measured: ``measure`` True
+    always, None when its lower bound exceeds ``MEASURE_ABOVE_S``, False never); the lower bound scaled by a run of
+    another config under ``runs``, or by its quick preset timed here (its data missing, or no such device here); the
+    lower bound alone."""
+    needs = cfg.estimate()
+    mem, missing = sum(n.bytes for n in needs), next((n.missing for n in needs if n.missing), "")
+    try:
+        device, why_not = resolve_device(cfg.device), ""
+    except ConfigError:
+        device, why_not = None, f"no {cfg.device} device here"
+    kind = device.type if device is not None else str(cfg.device)
+    floor = lower_bound(needs, kind)
+    cal = calibration(runs, exp, cfg, kind) if runs is not None else None
+    if cal is not None and cal[1].get("config") == cfg.to_dict():
+        return Estimate(cal[0] * floor, mem, f"measured: its {cal[1].get('preset')} run took "
+                        f"{duration(cal[0] * floor)} here", missing)
+    if device is not None and not missing:
+        try:
+            now = measure or (measure is None and floor > MEASURE_ABOVE_S)
+            t = cached(exp, cfg, device) or (timed(exp, cfg, device) if now else None)
+        except Exception as e:  # a bug of the shortened run must not hide the plan: the model stands in
+            t, why_not = None, f"timing failed: {type(e).__name__}"
+        if t is not None:
+            return Estimate(t.seconds, mem, t.how(), missing)
+    base = "data missing, nothing to time" if missing else why_not or "not timed: --dry-run times it"
+    if cal is not None:
+        return Estimate(cal[0] * floor, mem, f"{base}; lower bound × {cal[0]:.3g}, scaled from its "
+                        f"{cal[1].get('preset')} run measured here ({duration(float(cal[1]['elapsed_s']))})", missing)
+    quick = _quick_factor(exp, cfg, device, measure is True)
+    if quick is not None:
+        return Estimate(quick * floor, mem, f"{base}; lower bound × {quick:.3g}, scaled from its quick preset "
+                        f"timed here", missing)
+    return Estimate(floor, mem, f"{base}; a lower bound", missing)
+
+
+def _quick_factor(exp: Any, cfg: Any, device: torch.device | None, measure: bool) -> float | None:
+    """timed / lower bound of ``exp``'s quick preset on this machine (for a config that cannot be timed here)."""
+    if device is None:  # no such device here: a CPU's timing says nothing of it
+        return None
+    try:
+        qcfg = build_config(exp.config, exp.id, exp.preset("quick"))
+        qdev = device
+        if qcfg.to_dict() == cfg.to_dict() or any(n.missing for n in qcfg.estimate()):
+            return None
+        t = cached(exp, qcfg, qdev) or (timed(exp, qcfg, qdev) if measure else None)
+        floor = lower_bound(qcfg.estimate(), qdev.type)
+    except Exception:
+        return None
+    return t.seconds / floor if t is not None and floor > 0 else None

@@ -1,0 +1,147 @@
+"""Estimates that measure: the meter's shortened loops (featlab.meter), the timing of an experiment's own steps and
+its cache (featlab.runs.timing), and the estimate against the run it estimates, as a ratio."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import featlab
+from featlab import meter
+from featlab.runs import timing
+from featlab.runs.runner import resolve_config
+
+STEP = 0.002  # seconds of one sleeping iteration: sleep is wall time, whatever else the machine runs
+
+
+@pytest.fixture(autouse=True)
+def cache_here(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("FEATLAB_CACHE_DIR", raising=False)
+
+
+@pytest.fixture
+def no_short_loops(monkeypatch):
+    monkeypatch.setattr(meter, "SHORT_S", 0.0)  # every loop is cut after its budget, however short
+
+
+def test_outside_metering_the_loops_are_plain():
+    assert list(meter.steps(4)) == [0, 1, 2, 3] and list(meter.steps(5, 2)) == [2, 3, 4]
+    assert list(meter.each(iter("abc"), 3)) == ["a", "b", "c"]
+    with meter.every(10):
+        pass
+    assert not meter.metering_now()
+
+
+def test_a_long_loop_runs_a_few_steps_and_the_meter_adds_the_rest(no_short_loops):
+    done = []
+    with meter.metering() as m:
+        for i in meter.steps(100):
+            time.sleep(STEP)
+            done.append(i)
+    assert done == [0, 1, 2] and m.loops == 1 and m.iterations == 3
+    assert 0.5 < m.extra / (97 * STEP) < 3
+
+
+def test_a_loop_inside_a_loop_is_scaled_first(no_short_loops):
+    with meter.metering() as m:
+        for _ in meter.steps(10):
+            for _ in meter.steps(20):
+                time.sleep(STEP)
+    assert m.iterations == 3 + 3 * 3
+    assert 0.5 < (m.extra + 9 * STEP) / (200 * STEP) < 3  # 9 inner steps ran; 200 in the whole run
+
+
+def test_a_block_at_a_cadence_is_scaled_to_its_count(no_short_loops):
+    with meter.metering() as m:
+        for step in meter.steps(100):
+            if step % 10 == 0:
+                with meter.every(10):
+                    time.sleep(10 * STEP)
+    assert 0.5 < (m.extra + 10 * STEP) / (100 * STEP) < 3  # 10 probes; the steps themselves cost nothing
+
+
+def test_a_loop_its_caller_ends_adds_nothing(no_short_loops):
+    with meter.metering() as m:
+        for step in meter.steps(100):
+            if step == 1:
+                break
+    assert m.extra == 0.0
+
+
+def test_a_short_loop_runs_to_its_end():
+    with meter.metering() as m:
+        done = list(meter.steps(30))
+    assert len(done) == 30 and m.extra == 0.0
+
+
+def test_image_training_times_its_tests_and_scales_them_to_eval_every(no_short_loops, one_thread, monkeypatch):
+    """A test every 10 epochs, none among the 3 a timing runs: the timing tests at each of them anyway (the history
+    ends on a test, as a run's does) and counts the test 3 times, as the run of 30 epochs does. CPU seconds at one
+    thread, as below; the 3 tests (a fixed product, repeated) cost about twice the 480 steps, so that a timing
+    without them is off by 2.5×."""
+    from torch import nn
+
+    from featlab.train.image_trainer import FitSpec, fit
+
+    monkeypatch.setattr(time, "perf_counter", time.process_time)
+    spec, a = FitSpec(epochs=30, batch_size=64, eval_every=10), torch.randn(256, 256)
+    x, y = torch.randn(1024, 64), torch.arange(1024) % 2  # 16 batches an epoch: the timing runs 3 of them
+
+    def train(**kw):
+        model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 2))
+        return fit(model, lambda idx, g: (x[idx], y[idx]), len(x), spec, device=torch.device("cpu"), **kw)
+
+    def evaluate(model):
+        for _ in range(1000):
+            a @ a
+        return {"acc": 1.0}
+
+    train()  # the warm-ups (the optimizer's first steps) paid before either clock runs
+    t0 = time.perf_counter()
+    assert [h["epoch"] for h in train(evaluate=evaluate).history if "acc" in h] == [10, 20, 30]
+    run = time.perf_counter() - t0
+    with meter.metering() as m:
+        t0 = time.perf_counter()
+        res = train(evaluate=evaluate)
+        est = time.perf_counter() - t0 + m.extra
+    assert [h["epoch"] for h in res.history if "acc" in h] == [1, 2, 3]
+    assert 0.5 < est / run < 2, (est, run)
+
+
+def test_a_timing_is_cached_per_machine_code_and_config(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(timing, "measure", lambda e, c, d: calls.append(c) or timing.Timing(12.0, 1.0, 2, 6))
+    exp, cfg = resolve_config("rfa-fig1", "quick")
+    cpu = torch.device("cpu")
+    first, again = timing.timed(exp, cfg, cpu), timing.timed(exp, cfg, cpu)
+    assert len(calls) == 1 and not first.cached and again.cached and again.seconds == 12.0
+    assert "cached" in again.how() and "timed 6 steps here" in first.how()
+    assert timing.cache_path().is_relative_to(tmp_path / "cache" / "featlab")
+    timing.timed(exp, resolve_config("rfa-fig1", "quick", overrides={"seeds": 2})[1], cpu)
+    assert len(calls) == 2  # another config: timed afresh
+    monkeypatch.setattr(timing, "_source_digest", lambda *a: "other code")
+    timing.timed(exp, cfg, cpu)
+    assert len(calls) == 3  # other code: timed afresh
+
+
+@pytest.mark.parametrize("exp_id, overrides", [("fa-ablation-snr", {}), ("rfa-theorem1", {}),
+                                                ("mm-spurious-digits", {"seeds": 1, "epochs": 10})])
+def test_the_estimate_is_within_2x_of_the_run(exp_id, overrides, no_short_loops, one_thread, monkeypatch):
+    """The timed estimate of a quick run (every loop cut after its first steps, the rest added by the meter)
+    against that run's own time, as a ratio. Both clocks count this process's CPU seconds, so that what else the
+    machine runs (a test worker beside this one) decides nothing; at one torch thread, since a second one spinning
+    while it waits for a busy core counts CPU seconds that do no work (ratios 0.3-1.8 at two). mm-spurious-digits
+    (fewer seeds and epochs, to be quick) has loops in loops: epochs of batches."""
+    monkeypatch.setattr(time, "perf_counter", time.process_time)
+    exp, cfg = resolve_config(exp_id, "quick", overrides=overrides)
+    est = timing.measure(exp, cfg, torch.device("cpu"))
+    assert est.iterations > 0
+    with tempfile.TemporaryDirectory() as out:
+        rec = featlab.run(exp_id, "quick", out=Path(out), quiet=True, **overrides)
+    ratio = est.seconds / rec.summary["elapsed_s"]
+    assert 0.5 < ratio < 2.0, (exp_id, est, rec.summary["elapsed_s"])
