@@ -22,7 +22,7 @@ def control_inputs(exp_id, tmp_path, monkeypatch):
     from test_img_data import make_cifar, make_cifar100, make_mnist
 
     toy_img = dict(seeds=1, epochs=1, width=2, batch_size=10, device="cpu")
-    if exp_id in ("fa-resnet-mnist", "mm-spurious-fmnist"):
+    if exp_id in ("fa-resnet-mnist", "mm-spurious-fmnist", "fa-resnet-fmnist"):
         make_mnist(tmp_path, monkeypatch, "mnist" if "mnist" in exp_id and "fmnist" not in exp_id
                    else "fashionmnist", n=(40, 20))
     elif exp_id in ("fa-resnet-cifar10", "mm-spurious-cifar10"):
@@ -33,6 +33,8 @@ def control_inputs(exp_id, tmp_path, monkeypatch):
         return "quick", {}
     extra = (dict(n_attack=4, pgd_steps=2, apgd_steps=2, apgd_targets=1, square_queries=2, ddn_steps=2)
              if exp_id.startswith("fa-") else {})
+    if exp_id == "fa-resnet-fmnist":  # no paper preset (the paper did not run FashionMNIST): its real-data one
+        return "cpu-real", dict(toy_img, data_root=str(tmp_path), train_subset=None, **extra)
     return "paper", dict(toy_img, data_root=str(tmp_path), **extra)
 
 
