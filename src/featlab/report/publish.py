@@ -96,7 +96,8 @@ def publish(out: str | Path, dest: str | Path, preset: str = "paper",
         atomic_write(folder / "metrics.json", json_dumps(rec.summary.get("metrics", {}), indent=1,
                                                          default=str) + "\n")  # e.g. the attack statistics
         atomic_write(folder / "provenance.json", json_dumps(
-            {**provenance(rec), "run folder": rec.dir.name, "claims": counts_text(rec.claims)}, indent=1) + "\n")
+            _portable({**provenance(rec), "run folder": rec.dir.name, "claims": counts_text(rec.claims)}), indent=1)
+            + "\n")
         for fig in rec.figures:
             name = f"{exp.id}__{fig.stem}.png"
             atomic_write(dest / "figures" / name, partial(_small_png, fig))  # whole or absent
@@ -164,6 +165,16 @@ def _matrix(exp_id: str, matrix) -> list[str]:
     header, body = matrix
     return ([f"### `{exp_id}`", "", "| " + " | ".join(map(_esc, header)) + " |", "|" + "---|" * len(header)]
             + ["| " + " | ".join(map(_esc, r)) + " |" for r in body] + [""])
+
+
+def _portable(prov: dict[str, Any]) -> dict[str, Any]:
+    """The provenance as committed: the command's folders are the machine's own, so ``--out DIR`` reads ``--out OUT``
+    and a ``key=/a/path`` override ``key=PATH``."""
+    cmd = prov.get("command")
+    if isinstance(cmd, str):
+        cmd = re.sub(r"(--out[ =])\S+", r"\1OUT", cmd)
+        prov = {**prov, "command": re.sub(r"(\w=)(/|~)\S*", r"\1PATH", cmd)}
+    return prov
 
 
 def _shown(dest: Path) -> str:
