@@ -89,8 +89,13 @@ class Experiment:
         return bool(self.presets.get(preset, {}).get("smoke"))
 
     def smoke_reason(self, preset: str = "quick") -> str:
-        return (f"not run here: needs data and a GPU (its {preset} preset is a pipeline smoke test); "
-                f"featlab run {self.id} --preset paper")
+        """Why ``reproduce`` skips a smoke preset, and the command of each preset that gives a result: the paper's
+        (data and a GPU) and a CPU preset on the real data where there is one (e.g. cpu-real on FashionMNIST)."""
+        real = [p for p in self.presets if p != preset and not self.is_smoke(p)]
+        runs = " or ".join(f"featlab run {self.id} --preset {p}" for p in real)
+        needs = "data and a GPU" if real == ["paper"] else "its dataset" + (", and a GPU for the paper preset"
+                                                                           if "paper" in real else "")
+        return f"not run here: needs {needs}; its {preset} preset is a pipeline smoke test; {runs}"
 
     def control(self, name: str | Control | None = None) -> Control:
         """The control called ``name`` (default: the first declared); a Control passes through (a variant of a
