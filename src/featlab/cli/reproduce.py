@@ -130,9 +130,10 @@ def _not_run_reason(root: Path, exp: Experiment, preset: str) -> str:
     except (OSError, ValueError, AttributeError):
         recorded = {}
     why = recorded.get(exp.id) if isinstance(recorded, dict) else None
-    if why and not (str(why).startswith(NO_PAPER_PRESET) and preset != "paper"):  # it speaks of paper only
-        return str(why)
     est = estimate(exp, resolve_config(exp.id, preset)[1], runs=find_runs(root), measure=False)
+    stale = "files under" in str(why) and not est.missing  # its data were missing then, found now
+    if why and not stale and not (str(why).startswith(NO_PAPER_PRESET) and preset != "paper"):  # paper only
+        return str(why)
     return (f"not run here: {est.missing}" if est.missing else
             f"not run here yet: estimated {duration(est.seconds)} ({est.how}) and {size(est.bytes)} on this "
             f"CPU{' (needs a GPU)' if est.seconds > GPU_S else ''}; featlab run {exp.id} --preset {preset}")
