@@ -122,3 +122,31 @@ def test_the_resource_check_times_a_long_run_and_warns_past_a_day(cpu_machine, c
     monkeypatch.setattr(timing, "measure", lambda *a: timing.Timing(40 * 86_400.0, 1.0, 1, 3))
     with pytest.raises(ConfigError, match="would take about 40 days on this cpu .*; lower '"):
         check_resources("mm-phase", cfg)
+
+
+def test_a_smoke_preset_names_the_presets_that_give_a_result():
+    import featlab
+
+    assert featlab.get_experiment("fa-resnet-mnist").smoke_reason().endswith(
+        "featlab run fa-resnet-mnist --preset paper")
+    fmnist = featlab.get_experiment("fa-resnet-fmnist").smoke_reason()  # no paper preset: the real-data one
+    assert "--preset cpu-real" in fmnist and "--preset paper" not in fmnist and "GPU" not in fmnist
+
+
+def test_a_recorded_missing_data_reason_is_dropped_once_the_data_are_found(tmp_path, monkeypatch):
+    """docs/results keeps reproduce's reasons; "needs the … files" stops being true when the files arrive."""
+    import json
+
+    import featlab
+    from test_img_data import make_mnist
+
+    root = tmp_path / "runs"
+    root.mkdir()
+    why = "not run here: needs the fashionmnist files under 'data/FashionMNIST/raw' (…)"
+    (root / reproduce.NOT_RUN_FILE).write_text(json.dumps({"not_run": {"mm-spurious-fmnist": why}}))
+    exp = featlab.get_experiment("mm-spurious-fmnist")
+    monkeypatch.chdir(tmp_path)  # the paper preset reads ./data
+    assert reproduce._not_run_reason(root, exp, "paper") == why  # still missing: the record stands
+    make_mnist(tmp_path / "data", monkeypatch, "fashionmnist", n=(40, 20))
+    now = reproduce._not_run_reason(root, exp, "paper")
+    assert now != why and now.startswith("not run here yet: estimated") and "featlab run mm-spurious-fmnist" in now
