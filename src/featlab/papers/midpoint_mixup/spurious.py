@@ -27,7 +27,7 @@ from pydantic import Field, model_validator
 
 from ...config import Need, check
 from ...data.images import ImageData
-from ...placement import to_numpy
+from ...placement import to_host, to_numpy
 from ...plotting import subplots
 from ...runs.registry import experiment
 from ...runs.resources import dataset_needs, image_needs
@@ -118,8 +118,10 @@ def _train(ctx, data: ImageData, ck):
     test points) errors of the final nets; method → training accuracy per run)."""
     cfg: MMSpuriousConfig = ctx.cfg
     k = data.num_classes
-    xtr, xte = data.normalize(data.x_train), data.normalize(data.x_test)
-    x_test = SpuriousChannels.test_view(xte)
+    # the images live on the run device for the whole run (issue 33): the spurious concatenation and γ-scaling of
+    # every batch happen there, with no host copy per step (the random draws stay on CPU generators: same numbers)
+    xtr, ytr = data.normalize(data.x_train).to(ctx.device), data.y_train.to(ctx.device)
+    x_test = SpuriousChannels.test_view(data.normalize(data.x_test)).to(ctx.device)
 
     def wrong_of(m) -> torch.Tensor:
         return predict(m, x_test, cfg.eval_batch).argmax(-1) != data.y_test
@@ -131,7 +133,7 @@ def _train(ctx, data: ImageData, ck):
     wrong: dict[str, list[np.ndarray]] = {m: [] for m in cfg.methods}
     train_acc: dict[str, list[float]] = {m: [] for m in cfg.methods}
     for seed in ctx.seeds:
-        sc = SpuriousChannels(xtr, data.y_train, k, seed=seed, partner=cfg.partner, spurious=cfg.spurious)
+        sc = SpuriousChannels(xtr, ytr, k, seed=seed, partner=cfg.partner, spurious=cfg.spurious)
         for method in cfg.methods:
             model = build_model(cfg.model, sc.channels, k, cfg.width, seed)  # the init depends on the seed alone
             if cfg.epochs == 0:  # the control: every method's network at the same init, evaluated as trained ones
@@ -158,7 +160,7 @@ def _train_accuracy(model, sc: SpuriousChannels, seed: int, batch: int) -> float
     correct = 0
     for i in range(0, len(sc), batch):
         xb, yb = sc.batch(torch.arange(i, min(i + batch, len(sc)), device=sc.y.device), g)
-        correct += int((predict(model, xb, batch).argmax(-1) == yb).sum())
+        correct += int((predict(model, xb, batch).argmax(-1) == to_host(yb)).sum())  # predict's logits are on the host
     return correct / len(sc)
 
 

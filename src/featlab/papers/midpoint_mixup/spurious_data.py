@@ -59,7 +59,7 @@ class SpuriousChannels(torch.utils.data.Dataset):
         self.x, self.y = x, y.long()
         self.k = int(num_classes if num_classes is not None else int(self.y.max()) + 1)
         g = make_generator(seed, "spurious/pairing")
-        self.sigma = class_pairing(self.k, g)
+        self.sigma = class_pairing(self.k, g).to(self.y.device)  # indexed by labels, where the labels live
         self.by_class = [(self.y == c).nonzero().flatten() for c in range(self.k)]
         empty = [c for c in range(self.k) if len(self.by_class[c]) == 0 and (self.sigma == c).any()]
         if empty:
