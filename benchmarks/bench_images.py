@@ -35,7 +35,8 @@ from featlab.train.objectives import erm_objective, mixup_objective
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)  # --shape belongs to --shapes
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--width", type=int, default=16)
     ap.add_argument("--batch-size", type=int, default=50)

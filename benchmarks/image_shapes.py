@@ -6,9 +6,10 @@
 Every training configuration runs featlab's own ``fit`` (featlab.train.image_trainer) for two epochs of ``steps``
 batches and reports the second (the first pays cuDNN's autotuning and any compilation). A configuration is
 precision (fp32 | bf16 | fp16) + ``cl`` (channels_last) + ``compile`` + ``host`` (batches built on the host by
-Midpoint Mixup's SpuriousChannels with Uniform Mixup, as mm-spurious does today, instead of indexed from data
-already on the device). FLOPs per image come from torch's FlopCounterMode on one forward+backward pass; the peaks
-are an n³ matmul in bf16 and in fp32 (TF32 off, torch's default) timed in the same process.
+Midpoint Mixup's SpuriousChannels with Uniform Mixup, as mm-spurious did before issue 33) or ``spur`` (the same
+batches built on the device from images resident there, as mm-spurious does now), instead of ERM on batches indexed
+from data already on the device. FLOPs per image come from torch's FlopCounterMode on one forward+backward pass;
+the peaks are an n³ matmul in bf16 and in fp32 (TF32 off, torch's default) timed in the same process.
 """
 
 from __future__ import annotations
@@ -67,11 +68,12 @@ def run_config(cfg: str, c: int, s: int, a, dev: torch.device) -> float:
                    autocast={"fp32": "off", "bf16": "bf16", "fp16": "fp16"}[parts[0]],
                    channels_last="on" if "cl" in parts else "off", compile="compile" in parts)
     g = torch.Generator(device="cpu").manual_seed(0)
-    if "host" in parts:
+    if "host" in parts or "spur" in parts:  # mm-spurious's batches: on the host (before issue 33) or the device
         from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels
 
-        sc = SpuriousChannels(torch.rand(n, c // 2, s, s, generator=g), torch.randint(10, (n,), generator=g), 10,
-                              seed=0)
+        on = torch.device("cpu") if "host" in parts else dev
+        sc = SpuriousChannels(torch.rand(n, c // 2, s, s, generator=g).to(on),
+                              torch.randint(10, (n,), generator=g).to(on), 10, seed=0)
         batch_fn, objective = sc.batch, mixup_objective(Mixup(1.0))
     else:
         x = torch.rand(n, c, s, s, generator=g).to(dev)
@@ -124,7 +126,7 @@ def main(argv=None) -> int:
     a.batch = a.batch or (750 if gpu else 50)
     a.steps = a.steps or (20 if gpu else 3)
     a.eval_batch = a.eval_batch or (1000 if gpu else 50)
-    configs = (a.configs or ("fp32,fp32+cl,bf16,bf16+cl,fp16+cl,bf16+cl+host,bf16+cl+compile" if gpu
+    configs = (a.configs or ("fp32,fp32+cl,bf16,bf16+cl,fp16+cl,bf16+cl+host,bf16+cl+spur,bf16+cl+compile" if gpu
                              else "fp32,bf16+cl,bf16+cl+host")).split(",")
     name = torch.cuda.get_device_name(dev) if gpu else "CPU"
     torch.backends.cudnn.benchmark = gpu
