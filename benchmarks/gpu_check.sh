@@ -117,7 +117,7 @@ fi
 #    in the time left (reusing those runs); compared where the check was prepared against a CPU run of the same code
 #    (benchmarks/compare_runs.py --table)
 for exp in mm-spurious-digits fa-resnet-digits; do
-  gate "$exp on cuda" 90 && timeout 120 "${FEATLAB[@]}" run $exp --out "$OUT/cuda" device=cuda >"$OUT/$exp-cuda.log" 2>&1
+  gate "$exp on cuda" 90 && timeout $(( $(left) - 10 )) "${FEATLAB[@]}" run $exp --out "$OUT/cuda" device=cuda >"$OUT/$exp-cuda.log" 2>&1
   echo "$exp quick on cuda: exit $?" | tee -a "$OUT/reproduce-cuda.log"
 done
 if gate "reproduce all on cuda" 60; then
