@@ -48,3 +48,21 @@ def test_the_table_passes_equal_runs_and_flags_a_changed_verdict(tmp_path):
     summary.write_text(json.dumps(s))
     rc, out = _compare(tmp_path / "cpu", tmp_path / "cuda")
     assert rc == 1 and f"{s['claims'][0]['id']}: " in out and "✗" in out, out
+
+
+def test_the_checks_benchmarks_run_on_the_cpu_at_tiny_size(tmp_path):
+    """bench_pairs.py (the all-pairs step per N) and estimate_vs_run.py (an estimate beside the run it estimates)
+    write their JSON on a machine without CUDA; the estimate is a positive time and the run completes."""
+    out = tmp_path / "pairs.json"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_pairs.py"), "--device", "cpu", "--N", "12",
+                        "--reps", "1", "--json", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["N"] for row in rows] == [12] and rows[0]["ms_per_step"] > 0
+    tiny = [f"{k}={v}" for k, v in (featlab.get_experiment("fa-ablation-n").tiny or {}).items()]
+    est = tmp_path / "est.jsonl"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "estimate_vs_run.py"), "fa-ablation-n", *tiny,
+                        "device=cpu", "--json", str(est)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    row = json.loads(est.read_text())
+    assert row["estimate_s"] > 0 and row["run_s"] > 0 and row["status"] == "complete", row

@@ -130,3 +130,18 @@ def test_cuda_sized_blocks_equal_the_cpu_sized_ones(dtype, monkeypatch):
     whole = _value_grad(net, lambda kern: mm.midpoint_all_pairs_loss(net, x, y, mult, kernel=kern), "reference")
     assert ((whole[0] - small[0]).abs() / small[0].abs()).max() <= TOL[dtype]
     assert (whole[1] - small[1]).norm() / small[1].norm() <= TOL[dtype]
+
+
+def test_default_chunk_is_larger_on_cuda_and_a_bound_either_way(monkeypatch):
+    """chunk=None takes the device's default (CUDA's blocks 16× larger, fewer launches); an explicit chunk is still
+    the bound on the CPU, and a default chunk equals passing the CPU's value."""
+    from featlab.papers.midpoint_mixup import pairs
+
+    assert pairs.default_chunk("cuda") == 16 * pairs.default_chunk("cpu")
+    net, x, y, mult = _setup(torch.float64, N=23)
+    loss = lambda chunk: (lambda kern: mm.midpoint_all_pairs_loss(net, x, y, mult, chunk=chunk, kernel=kern))
+    none, cpu = (_value_grad(net, loss(c), "reference") for c in (None, pairs.default_chunk("cpu")))
+    assert torch.equal(none[0], cpu[0]) and torch.equal(none[1], cpu[1])
+    monkeypatch.setattr(pairs, "_CHUNK", pairs._CHUNK_CUDA)  # the CUDA default, here on the CPU
+    whole = _value_grad(net, loss(None), "reference")
+    assert ((whole[0] - cpu[0]).abs() / cpu[0].abs()).max() <= TOL[torch.float64]

@@ -29,6 +29,7 @@ from ...data.base import Batch
 from ...placement import to_host
 from ...runs.resources import item, tensor, work
 from ...utils import cpu_draws, generator, per_replica
+from .pairs import default_chunk
 
 
 @overload
@@ -247,7 +248,8 @@ def patch_net_needs(cfg, *, E: int, k: int, N: int, P: int, m: int, steps: dict[
     n_test = k * int(cfg.n_test_per_class)
     # training sees the merged patches (compress_patches): 2C_P signal patches and one of feature noise
     Pc = P if cfg.positions == "random" or cfg.gamma_law == "per-patch" else min(P, 2 * int(cfg.C_P) + 1)
-    pairs = min(int(cfg.chunk), N * N, max(1, _PAIR_BLOCK // (Pc * M)))  # one block of the pair grid
+    chunk = cfg.chunk or default_chunk("cuda" if str(cfg.device).startswith("cuda") else "cpu")
+    pairs = min(int(chunk), N * N, max(1, _PAIR_BLOCK // (Pc * M)))  # one block of the pair grid
     mixing = [s for meth, s in steps.items() if meth != "erm"]
     needs = [
         tensor(f"{tag}{E} replicas × N={N} points × P={P} patches × {dim} coordinates (float64 draws and their "

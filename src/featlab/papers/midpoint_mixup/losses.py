@@ -32,7 +32,7 @@ def erm_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None 
 
 # ------------------------------------------------------------------------------------------ J_MM, Eq. 3.1
 def midpoint_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Tensor | None = None,
-                            chunk: int = 1 << 14, kernel: str = "auto") -> torch.Tensor:
+                            chunk: int | None = None, kernel: str = "auto") -> torch.Tensor:
     """J_MM(g, X) = −1/(2N²) Σ_{i,j ∈ [N]} [log φ_{y_i} + log φ_{y_j}](g(z_ij)) over all N² ordered pairs (Eq. 3.1).
 
     z_ij = z_ji and the summand is symmetric, so the N(N+1)/2 unordered pairs i ≤ j are evaluated once, off-diagonal
@@ -60,7 +60,7 @@ def naive_midpoint_loss(model, x: torch.Tensor, y: torch.Tensor, mult: torch.Ten
 # ------------------------------------------------------------------------------------------ J_M, Eq. 2.2
 def mixup_all_pairs_loss(model, x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor,
                          weights: torch.Tensor | None = None, mult: torch.Tensor | None = None,
-                         symmetric: bool = True, chunk: int = 1 << 14, kernel: str = "auto") -> torch.Tensor:
+                         symmetric: bool = True, chunk: int | None = None, kernel: str = "auto") -> torch.Tensor:
     """J_M(g, X, D_λ) = −1/N² Σ_{i,j} E_λ[λ log φ_{y_i} + (1 − λ) log φ_{y_j}](g(z_ij(λ))) (Eq. 2.2) over all N²
     ordered pairs, with E_λ replaced by the values ``lam`` — (L,) shared or (E, L) per replica — and ``weights``
     (L,) (default 1/L): Monte Carlo draws (unbiased) or quadrature nodes.

@@ -94,7 +94,9 @@ class MultiViewConfig(ExperimentConfig):
                                      "[paper silent: Def 4.5 is per point]",
                                      json_schema_extra={"range": [0.9, 0.8, 0.95]})
     traj_classes: int = Field(3, ge=1, description="classes whose correlation trajectories are drawn")
-    chunk: int = Field(1 << 14, ge=1, description="mixed pairs per chunk of the all-pairs losses (memory bound)")
+    chunk: int | None = Field(None, ge=1, description="mixed pairs per block of the all-pairs losses' torch path "
+                              "(memory bound); None: by device, 16384 on the CPU (a cache), 262144 on CUDA (fewer "
+                              "launches)")
     pairs_kernel: Literal["auto", "fused", "reference"] = Field("auto", description="all-pairs losses: one fused "
                                                                 "numba pass per block (CPU) or the torch reference")
     mix_lam: Literal["paper", "endpoints"] = Field(

@@ -32,16 +32,29 @@ def block_elements(device: torch.device) -> int:
     return _BLOCK_ELEMENTS_CUDA if device.type == "cuda" else _BLOCK_ELEMENTS
 
 
+# pairs per block when the caller sets none (the config field ``chunk``): 2^14 (128² pairs) keeps a CPU block in
+# cache; on CUDA it made 10× quick's N (1000 points) a grid of 36 blocks, launch-bound: 2^18 (512² pairs) took that
+# step from 29.0 to 8.6 ms on an H200 (benchmarks/bench_pairs.py; quick's N = 100 is one block either way)
+_CHUNK, _CHUNK_CUDA = 1 << 14, 1 << 18
+
+
+def default_chunk(device: torch.device | str) -> int:
+    """Pairs per block of the reference path on ``device`` when the caller sets no ``chunk``."""
+    return _CHUNK_CUDA if torch.device(device).type == "cuda" else _CHUNK
+
+
 KERNELS = ("auto", "fused", "reference")
 
 
 def all_pairs_sum(model, H: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, wts: torch.Tensor,
-                  mult: torch.Tensor | None, symmetric: bool, chunk: int, kernel: str = "auto") -> torch.Tensor:
+                  mult: torch.Tensor | None, symmetric: bool, chunk: int | None = None,
+                  kernel: str = "auto") -> torch.Tensor:
     """Σ_{pairs} w_ij Σ_l wts_l [λ_l log φ_{y_i} + (1 − λ_l) log φ_{y_j}](g(z_ij(λ_l))): (E,).
 
     H (E, N, P, M) pre-activations, y (E, N), lam (E, L), wts (L,). ``symmetric``: the unordered pairs i ≤ j, weight
     2 off the diagonal (see mixup_all_pairs_loss); else all N² ordered pairs. At most ``chunk`` pairs per block (the
-    reference; the fused kernel's blocks are fixed and its memory is bounded anyway).
+    reference; None: :func:`default_chunk` of H's device; the fused kernel's blocks are fixed and its memory is
+    bounded anyway).
 
     ``kernel``: "fused" = one fused numba pass per block (:mod:`.fused_pairs`; CPU, float32/64, ReLU~ or the
     identity); "reference" = the torch blocks below (the GPU path, any elementwise activation); "auto" = fused
@@ -55,6 +68,7 @@ def all_pairs_sum(model, H: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, wt
         if kernel == "fused":
             raise ValueError(f"kernel='fused' cannot compute this pair sum: {why}; use kernel='auto' or 'reference'")
     E, N, P, M = H.shape
+    chunk = default_chunk(H.device) if chunk is None else chunk
     # the block depends on one replica's shapes only, never on E: replica i sums in the same order alone or batched
     block = max(1, min(math.isqrt(max(chunk, 1)), math.isqrt(max(block_elements(H.device) // (P * M), 1)), N))
     return _AllPairsSum.apply(H, model, y, lam, wts, mult, symmetric, block)
