@@ -57,3 +57,16 @@ def test_replicas_name_their_rows_by_seed_and_label():
     record(rows, reps, 0, {"gap": torch.arange(4.0)})
     assert rows == [(5, 0, "eta=0.1.gap", 0.0), (6, 0, "eta=0.1.gap", 1.0), (5, 0, "eta=0.3.gap", 2.0),
                     (6, 0, "eta=0.3.gap", 3.0)]
+
+
+def test_cudnn_autotuning_is_on_for_cuda_only_and_restored():
+    """fit() asks cuDNN to time its convolution algorithms on CUDA (as the image benchmark measured), never on the
+    CPU, and leaves the global flag as it found it (the flag alone is set: no GPU is needed to check it)."""
+    from featlab.train.image_trainer import cudnn_autotuned
+
+    old = torch.backends.cudnn.benchmark
+    with cudnn_autotuned(torch.device("cuda")):
+        assert torch.backends.cudnn.benchmark is True
+    assert torch.backends.cudnn.benchmark == old
+    with cudnn_autotuned(torch.device("cpu")):
+        assert torch.backends.cudnn.benchmark == old

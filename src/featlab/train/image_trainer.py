@@ -26,6 +26,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -136,6 +137,21 @@ def _batches(n: int, batch_size: int, g: torch.Generator) -> Iterator[torch.Tens
         yield order[i: i + batch_size]
 
 
+@contextmanager
+def cudnn_autotuned(device: torch.device) -> Iterator[None]:
+    """On CUDA, cuDNN times its convolution algorithms once per input shape and keeps the fastest (a run's batches
+    have at most two shapes), as benchmarks/bench_images.py measured; the global flag is restored after."""
+    if device.type != "cuda":
+        yield
+        return
+    old = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark = old
+
+
 def _optimizer(params: list[torch.Tensor], spec: FitSpec) -> torch.optim.Optimizer:
     if spec.optimizer == "adam":
         return torch.optim.Adam(params, lr=spec.lr, betas=spec.betas, weight_decay=spec.weight_decay)
@@ -181,7 +197,9 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
     bar = progress_bar(spec.epochs * steps_per_epoch, desc)
     bar.update(start * steps_per_epoch)
     n_eval = sum(spec.evaluates(e) for e in range(start + 1, spec.epochs + 1))  # tests this call runs
-    try:
+    with ExitStack() as stack:
+        stack.callback(bar.close)
+        stack.enter_context(cudnn_autotuned(device))
         for epoch in meter.steps(spec.epochs, start):  # a few, timed, when an estimate is measured (featlab.meter)
             lr = spec.lr_at(epoch)
             for group in opt.param_groups:
@@ -228,8 +246,6 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
                                        "history": res.history})
             if on_epoch_end is not None:
                 on_epoch_end(epoch + 1, res.history)
-    finally:
-        bar.close()
     res.elapsed_s = time.perf_counter() - t0
     model.eval()
     return res
