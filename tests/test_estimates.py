@@ -129,6 +129,27 @@ def test_a_timing_is_cached_per_machine_code_and_config(monkeypatch, tmp_path):
     assert len(calls) == 3  # other code: timed afresh
 
 
+def test_a_capped_timing_of_many_seeds_is_retimed_at_one_and_two_and_extended(monkeypatch):
+    """A run of S seeds whose timing hits the cap is timed at 1 and 2 seeds and extended linearly (T1 + (S − 1)·
+    (T2 − T1)), and says so; if a smaller timing hits the cap too, the lower bound stands, labelled as one."""
+    calls = []
+
+    def fake(e, c, d, capped_from=3):  # 10 s of fixed work and 5 s a seed; the cap stops runs of 3 seeds or more
+        calls.append(c.seeds)
+        return timing.Timing(10.0 + 5.0 * c.seeds, 1.0, 1, 3, stopped=timing.CAPPED if c.seeds >= capped_from else "")
+
+    monkeypatch.setattr(timing, "measure", fake)
+    exp, cfg = resolve_config("mm-spurious-digits", "quick", overrides={"seeds": 5})
+    t = timing.timed(exp, cfg, torch.device("cpu"))
+    assert calls == [5, 1, 2] and t.seconds == 10.0 + 5.0 * 5 and not t.stopped
+    assert "at 1 and 2 seeds, extended to 5" in t.how() and "lower bound" not in t.how()
+    assert timing.cached(exp, cfg, torch.device("cpu")).how().count("extended to 5") == 1  # the cache keeps it
+    monkeypatch.setattr(timing, "measure", lambda e, c, d: fake(e, c, d, capped_from=2))
+    exp, cfg = resolve_config("mm-spurious-digits", "quick", overrides={"seeds": 4})
+    t = timing.timed(exp, cfg, torch.device("cpu"))
+    assert t.stopped == timing.CAPPED and "a lower bound" in t.how() and t.seconds == 30.0
+
+
 @pytest.mark.parametrize("exp_id, overrides", [("fa-ablation-snr", {}), ("rfa-theorem1", {}),
                                                 ("mm-spurious-digits", {"seeds": 1, "epochs": 10})])
 def test_the_estimate_is_within_2x_of_the_run(exp_id, overrides, no_short_loops, one_thread, monkeypatch):

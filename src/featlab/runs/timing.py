@@ -43,6 +43,7 @@ from .resources import duration, lower_bound
 CACHE_FILE = "step_times.json"
 KEEP = 400  # entries kept in the cache (the newest)
 LIMIT_S = 120.0  # a timing that runs longer stops at its next metered step (what ran is then a lower bound)
+CAPPED = f"the {LIMIT_S:.0f} s cap"  # why such a timing stopped (then retimed at fewer seeds: by_seeds)
 
 
 @dataclass
@@ -56,9 +57,11 @@ class Timing:
     iterations: int
     cached: bool = False
     stopped: str = ""  # why the shortened run stopped before its end ("" if it ran to it): ``seconds`` is then a floor
+    scaled: str = ""  # how a run that did not fit the cap was timed smaller and scaled up ("" if it was not)
 
     def how(self) -> str:
         what = f"{self.iterations} steps" if self.iterations else "its whole run (no loop to shorten)"
+        what += f" {self.scaled}" if self.scaled else ""
         tail = f", stopped at {self.stopped}: a lower bound" if self.stopped else ""
         return f"cached: timed here before, {what}{tail}" if self.cached else \
             f"timed {what} here" + (tail or f" in {self.timed_s:.1f} s")
@@ -118,7 +121,8 @@ def cached(exp: Any, cfg: Any, device: torch.device) -> Timing | None:
     entry = _read_cache().get(cache_key(exp, cfg, device))
     try:
         return Timing(float(entry["seconds"]), float(entry["timed_s"]), int(entry["loops"]),
-                      int(entry["iterations"]), cached=True, stopped=str(entry.get("stopped") or "")) \
+                      int(entry["iterations"]), cached=True, stopped=str(entry.get("stopped") or ""),
+                      scaled=str(entry.get("scaled") or "")) \
             if isinstance(entry, dict) else None
     except (KeyError, TypeError, ValueError):
         return None
@@ -181,11 +185,26 @@ def measure(exp: Any, cfg: Any, device: torch.device) -> Timing:
             except TrainingDiverged:  # a few steps of a config that diverges: what ran is what it costs
                 pass
             except meter.OverBudget:
-                stopped = f"the {LIMIT_S:.0f} s cap"
+                stopped = CAPPED
             except Exception as e:  # code after a shortened loop that needs all its steps (a curve's length)
                 stopped = f"a {type(e).__name__} of the shortened run"
             wall = time.perf_counter() - t0
     return Timing(wall + m.extra, wall, m.loops, m.iterations, stopped=stopped)
+
+
+def by_seeds(exp: Any, cfg: Any, device: torch.device) -> Timing | None:
+    """A run of S > 2 seeds whose timing hit the cap, timed at 1 and 2 seeds and extended linearly,
+    T(S) = T(1) + (S − 1)·(T(2) − T(1)): the image experiments train their seeds one after another, each as costly
+    (a replica-batched run costs less a seed, and this over-estimates it); None if either timing hits the cap too."""
+    n = int(getattr(cfg, "seeds", 0) or 0)
+    if n <= 2:
+        return None
+    one, two = (measure(exp, cfg.model_copy(update={"seeds": k}), device) for k in (1, 2))
+    if one.stopped or two.stopped:
+        return None
+    per_seed = max(two.seconds - one.seconds, 0.0)
+    return Timing(one.seconds + (n - 1) * per_seed, one.timed_s + two.timed_s, one.loops + two.loops,
+                  one.iterations + two.iterations, scaled=f"at 1 and 2 seeds, extended to {n}")
 
 
 def timed(exp: Any, cfg: Any, device: torch.device) -> Timing:
@@ -194,9 +213,11 @@ def timed(exp: Any, cfg: Any, device: torch.device) -> Timing:
     if hit is not None:
         return hit
     t = measure(exp, cfg, device)
+    if t.stopped == CAPPED:
+        t = by_seeds(exp, cfg, device) or t
     _write_cache(cache_key(exp, cfg, device), {
         "experiment": exp.id, "seconds": round(t.seconds, 3), "timed_s": round(t.timed_s, 3), "loops": t.loops,
-        "iterations": t.iterations, "stopped": t.stopped, "device": device_name(device),
+        "iterations": t.iterations, "stopped": t.stopped, "scaled": t.scaled, "device": device_name(device),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S")})
     return t
 
