@@ -144,10 +144,12 @@ def test_a_capped_timing_of_many_seeds_is_retimed_at_one_and_two_and_extended(mo
     assert calls == [5, 1, 2] and t.seconds == 10.0 + 5.0 * 5 and not t.stopped
     assert "at 1 and 2 seeds, extended to 5" in t.how() and "lower bound" not in t.how()
     assert timing.cached(exp, cfg, torch.device("cpu")).how().count("extended to 5") == 1  # the cache keeps it
-    monkeypatch.setattr(timing, "measure", lambda e, c, d: fake(e, c, d, capped_from=2))
-    exp, cfg = resolve_config("mm-spurious-digits", "quick", overrides={"seeds": 4})
-    t = timing.timed(exp, cfg, torch.device("cpu"))
-    assert t.stopped == timing.CAPPED and "a lower bound" in t.how() and t.seconds == 30.0
+    for capped_from, tried in ((2, [4, 1, 2]), (1, [4, 1])):  # a capped one-seed timing is not retimed at two
+        calls.clear()
+        monkeypatch.setattr(timing, "measure", lambda e, c, d, f=capped_from: fake(e, c, d, capped_from=f))
+        exp, cfg = resolve_config("mm-spurious-digits", "quick", overrides={"seeds": 4, "epochs": 10 + capped_from})
+        t = timing.timed(exp, cfg, torch.device("cpu"))
+        assert calls == tried and t.stopped == timing.CAPPED and "a lower bound" in t.how() and t.seconds == 30.0
 
 
 @pytest.mark.parametrize("exp_id, overrides", [("fa-ablation-snr", {}), ("rfa-theorem1", {}),

@@ -199,8 +199,9 @@ def by_seeds(exp: Any, cfg: Any, device: torch.device) -> Timing | None:
     n = int(getattr(cfg, "seeds", 0) or 0)
     if n <= 2:
         return None
-    one, two = (measure(exp, cfg.model_copy(update={"seeds": k}), device) for k in (1, 2))
-    if one.stopped or two.stopped:
+    one = measure(exp, cfg.model_copy(update={"seeds": 1}), device)
+    two = None if one.stopped else measure(exp, cfg.model_copy(update={"seeds": 2}), device)
+    if two is None or two.stopped:  # one seed alone over the cap: not timed at two
         return None
     per_seed = max(two.seconds - one.seconds, 0.0)
     return Timing(one.seconds + (n - 1) * per_seed, one.timed_s + two.timed_s, one.loops + two.loops,
