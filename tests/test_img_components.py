@@ -285,3 +285,27 @@ def test_nonfinite_loss_fails_the_run():
 def test_erm_objective_is_cross_entropy():
     model, x, y = _setup()
     assert torch.isclose(erm_objective(model, x, y, None), F.cross_entropy(model(x), y))
+
+
+def test_checkpoints_at_their_cadence_and_after_the_last_epoch(tmp_path, monkeypatch):
+    """checkpoint_every_s: 0 (and "auto" on the CPU) writes after every epoch; a long interval writes only after the
+    last epoch; "auto" on CUDA is 30 s. The cadence is not in the fingerprint: a checkpoint resumes under another."""
+    from featlab.train import image_trainer
+
+    writes = []
+    real = image_trainer.save_checkpoint
+    monkeypatch.setattr(image_trainer, "save_checkpoint", lambda p, st: writes.append(st["epoch"]) or real(p, st))
+    model, x, y = _setup()
+    for every, epochs in ((0.0, [1, 2, 3]), (None, [1, 2, 3]), (3600.0, [3])):
+        writes.clear()
+        spec = FitSpec(epochs=3, batch_size=16, checkpoint_every_s=every)
+        fit(model, _batch_fn(x, y), len(y), spec, device=CPU, checkpoint=tmp_path / f"{every}.pt", fingerprint={})
+        assert writes == epochs, (every, writes)
+    assert FitSpec(1, 1).checkpoint_interval(torch.device("cuda")) == 30.0
+    assert FitSpec(1, 1, checkpoint_every_s=5.0).checkpoint_interval(torch.device("cuda")) == 5.0
+    writes.clear()  # the finished run under another cadence: found and reused, nothing trained or written
+    res = fit(model, _batch_fn(x, y), len(y), FitSpec(epochs=3, batch_size=16, checkpoint_every_s=0.0), device=CPU,
+              checkpoint=tmp_path / "3600.0.pt", fingerprint={})
+    assert res.resumed_from == 3 and writes == []
+    with pytest.raises(ConfigError, match="checkpoint_every_s"):
+        FitSpec(1, 1, checkpoint_every_s=-1.0)
