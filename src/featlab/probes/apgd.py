@@ -23,6 +23,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from .. import meter
 from .robustness import Score, _norm, correct, random_in_ball
 
 Logits = Callable[[torch.Tensor], torch.Tensor]
@@ -83,7 +84,7 @@ def _apgd_run(loss_fn: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor
     last_cp, n_up = 0, torch.zeros(bshape, dtype=torch.long, device=x.device)
     l_max_cp = l_max.clone()
     reduced_last = torch.zeros(bshape, dtype=torch.bool, device=x.device)
-    for k in range(steps):
+    for k in meter.steps(steps):  # a few, timed, when an estimate is measured (featlab.meter)
         if bool(fooled.all()):  # nothing left to find (x_adv keeps each point's first success)
             break
         gn = g / _norm(g, event_dims).clamp_min(1e-30)

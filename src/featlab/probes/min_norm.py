@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from .. import meter
 from .robustness import Score, _norm, correct
 
 
@@ -36,7 +37,7 @@ def ddn_l2(score: Score, x: torch.Tensor, y: torch.Tensor, *, steps: int = 100, 
         bad0 = ~correct(score(x).to(x.dtype), y)
     best = torch.where(bad0, torch.zeros_like(inf), inf)
     x_adv = x.clone()
-    for k in range(steps):
+    for k in meter.steps(steps):  # a few, timed, when an estimate is measured (featlab.meter)
         a_k = alpha_min + (a0 - alpha_min) * (1 + math.cos(math.pi * k / steps)) / 2
         delta.requires_grad_(True)
         xa = x + delta

@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from .. import meter
 from .robustness import Score, correct
 
 _HALVINGS = (10, 50, 200, 500, 1000, 2000, 4000, 6000, 8000)
@@ -86,7 +87,7 @@ def square_l2(score: Score, x: torch.Tensor, y: torch.Tensor, eps: float | torch
     first = ~correct(s_best, y) & ~fooled
     x_adv = torch.where(first.reshape(*bshape, 1, 1, 1), x_best, x)
     fooled |= first
-    for i in range(queries - 1):
+    for i in meter.steps(queries - 1):  # a few, timed, when an estimate is measured (featlab.meter)
         if bool(fooled.all()):
             break
         p = p_schedule(p_init, i, queries)

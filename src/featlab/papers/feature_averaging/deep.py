@@ -209,9 +209,13 @@ def _train(ctx, data: ImageData, pos_mask: torch.Tensor, head: str, seed: int, c
         g_score = logit_margin_readout(m(x), pos_mask.to(x.device))
         return F.cross_entropy(torch.stack([torch.zeros_like(g_score), g_score], -1), y)
 
+    # the training images live on the run device (issue 33): each batch is indexed and augmented there, from draws
+    # of the CPU generators (the numbers of a CPU run)
+    x_train, y_train = data.x_train.to(ctx.device), labels.to(ctx.device)
+
     def batch_fn(idx, g):
-        x = data.x_train[idx]
-        return (augment(x, g) if cfg.augment else x), labels[idx]
+        x = x_train[idx]
+        return (augment(x, g) if cfg.augment else x), y_train[idx]
 
     def evaluate(m):
         logits = predict(m, data.x_test, cfg.eval_batch)
