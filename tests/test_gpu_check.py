@@ -59,9 +59,9 @@ def test_the_checks_benchmarks_run_on_the_cpu_at_tiny_size(tmp_path):
     assert r.returncode == 0, r.stderr
     rows = json.loads(out.read_text())["rows"]
     assert [row["N"] for row in rows] == [12] and rows[0]["ms_per_step"] > 0
-    tiny = [f"{k}={v}" for k, v in (featlab.get_experiment("fa-ablation-n").tiny or {}).items()]
+    tiny = [f"{k}={v}" for k, v in (featlab.get_experiment("rfa-fig1").tiny or {}).items()]
     est = tmp_path / "est.jsonl"
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "estimate_vs_run.py"), "fa-ablation-n", *tiny,
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "estimate_vs_run.py"), "rfa-fig1", *tiny,
                         "device=cpu", "--json", str(est)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     row = json.loads(est.read_text())
