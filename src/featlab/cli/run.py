@@ -9,8 +9,12 @@ from typing import Any
 from ..config import parse_overrides
 from ..runs.registry import get_experiment
 from ..runs.runner import resolve_config, run
+from ..runs.units import BudgetReached, parse_budget
 from ..text import fmt_value
 from .options import add_run_options, print_run
+
+
+BUDGET_EXIT = 3  # a budgeted run stopped with units left: run the same command again
 
 
 def register(sub) -> None:
@@ -24,6 +28,9 @@ def register(sub) -> None:
                    "targets may hold); --control-name picks one")
     r.add_argument("--control-name", metavar="NAME", help="run only this control (see 'featlab claims ID')")
     r.add_argument("--print-config", action="store_true", help="print the effective config as YAML and exit")
+    r.add_argument("--budget", metavar="DURATION", help="stop after the last unit (an image table's method x seed) "
+                   "that fits in this time, e.g. 540s, 9m, 1.5h; the same command again resumes (exit 3 while "
+                   "units remain); 'featlab pack' carries the kept units to another machine")
     r.set_defaults(handler=cmd_run, trailing="overrides")
 
 
@@ -33,7 +40,12 @@ def cmd_run(a: argparse.Namespace) -> int:
         return print_config(a, overrides)
     if a.control or a.control_name:
         return run_controls(a, overrides)
-    rec = run(a.id, a.preset, out=a.out, config_file=a.config, force=a.force, **overrides)
+    try:
+        rec = run(a.id, a.preset, out=a.out, config_file=a.config, force=a.force, budget_s=parse_budget(a.budget),
+                  **overrides)
+    except BudgetReached as stop:  # not an error: the kept units resume on the next call
+        print(f"featlab: {stop.message}", file=sys.stderr)
+        return BUDGET_EXIT
     print_run(rec)
     return 0 if rec.passes(a.strict) else 1
 

@@ -21,6 +21,7 @@ from ..text import safe_print, table
 from ..utils import resolve_device, resolve_dtype, silence_stdout
 from .claims import Claim, Verdict
 from .uncertainty import Samples
+from .units import UnitStore
 
 BESIDE_PAPER = "Beside the paper"  # a note that puts the paper's numbers beside the run's
 
@@ -41,6 +42,7 @@ class RunContext:
     frames: list[pd.DataFrame] = field(default_factory=list)
     status: str = "complete"
     message: str = ""
+    units: UnitStore = field(default_factory=lambda: UnitStore(None))  # the runner's keeps them (runs.units)
     device: torch.device = field(init=False)  # cfg.device resolved once: every tensor of the run goes there
     run_device: InitVar[torch.device | None] = None  # the runner passes the device its preflight resolved
 
@@ -115,6 +117,12 @@ class RunContext:
         if self.judges(claim_id):
             self.claims.append(v)
         return v
+
+    def unit(self, name: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """One resumable piece of a long run (an image table's method × seed): its results as ``compute()`` returns
+        them (numbers, strings, lists, numpy arrays), kept so that a run stopped by its budget, killed, or carried
+        to another machine resumes without redoing it (:mod:`featlab.runs.units`)."""
+        return self.units.run(name, compute)
 
     def trained(self, result) -> Any:
         """Log a training result's measurements and return it; a diverged run ends the experiment as failed.

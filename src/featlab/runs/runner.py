@@ -24,6 +24,7 @@ from .record import RunRecord
 from .registry import get_experiment
 from .resources import fields_text, is_out_of_memory, lower_bound, oom_message, size
 from .store import RunWriter
+from .units import UnitStore, units_folder
 from .timing import MEASURE_ABOVE_S, estimate
 
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # a full or read-only disk while writing
@@ -48,7 +49,7 @@ def resolve_config(experiment_id: str, preset: str = "quick", config_file: str |
 
 
 # ------------------------------------------------------------------------------------------ checks before any work
-def preflight(exp, cfg, out: str | Path, quiet: bool = False) -> torch.device:
+def preflight(exp, cfg, out: str | Path, quiet: bool = False, timed: bool = True) -> torch.device:
     """Refuse a run that cannot succeed before anything is written: a CUDA device the machine lacks, an output
     folder that is a file or not writable, a ``*_dir`` field naming a file, more memory than the machine has
     available, or months of work (``cfg.estimate()``). Each refusal is one line naming the field or flag to fix.
@@ -59,7 +60,7 @@ def preflight(exp, cfg, out: str | Path, quiet: bool = False) -> torch.device:
         if name.endswith("_dir") and isinstance(value, str) and value and os.path.lexists(value) \
                 and not os.path.isdir(value):
             raise ConfigError(f"the {name!r} field of {exp.id} names {value!r}, which is not a folder; pass a folder")
-    check_resources(exp.id, cfg, quiet, device)
+    check_resources(exp.id, cfg, quiet, device, timed)
     return device
 
 
@@ -88,11 +89,11 @@ def available_memory(device: torch.device) -> float | None:
 
 
 def check_resources(experiment_id: str, cfg, quiet: bool = False,
-                    device: torch.device | None = None) -> None:
+                    device: torch.device | None = None, timed: bool = True) -> None:
     """Refuse (one line, exit 2) a run whose estimated memory exceeds what is available, or whose work exceeds a
     month; warn when it exceeds a day. The work's lower bound (``cfg.estimate()``) refuses at once; a run whose lower
     bound exceeds ten minutes (and not a day) has its own steps timed here (featlab.runs.timing, cached), and that
-    estimate decides."""
+    estimate decides (``timed=False``: a budgeted run, which stops by itself, is not timed first)."""
     needs = cfg.estimate() if hasattr(cfg, "estimate") else []
     dev = device if device is not None else resolve_device(cfg.device)
     # On the CPU every term shares one memory. On a GPU every tensor ends on the device, and the data terms are
@@ -109,7 +110,7 @@ def check_resources(experiment_id: str, cfg, quiet: bool = False,
         big = max(needs, key=lambda n: lower_bound([n], dev.type))
         raise ConfigError(f"{experiment_id} would take at least {secs / 86_400:.3g} days ({big.what}); lower "
                           f"{fields_text(cfg, big.fields)}")
-    if MEASURE_ABOVE_S < floor <= WARN_S:  # might take a day: its own steps timed here (seconds, cached)
+    if timed and MEASURE_ABOVE_S < floor <= WARN_S:  # might take a day: its own steps timed here (seconds, cached)
         secs, how = estimate(get_experiment(experiment_id), cfg).seconds, "about"
     if secs > WARN_S:
         big = max(needs, key=lambda n: lower_bound([n], dev.type))
@@ -135,8 +136,12 @@ class OutOfMemory(ConfigError):
 
 # ------------------------------------------------------------------------------------------ running
 def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", config_file: str | Path | None = None,
-        force: bool = False, quiet: bool = False, control: bool | str | Control = False, **overrides: Any) -> RunRecord:
+        force: bool = False, quiet: bool = False, control: bool | str | Control = False, budget_s: float | None = None,
+        **overrides: Any) -> RunRecord:
     """Run an experiment (or return its existing complete run) and return the run record.
+
+    ``budget_s``: stop after the last unit that fits in this many seconds (an experiment cut into units, e.g. an
+    image table's method × seed) and raise :class:`~featlab.runs.units.BudgetReached`; the same call again resumes.
 
     ``control=True`` (or a control's name) runs a control setting (see ``@experiment(controls=...)``), where the
     claims it targets should fail; only those are judged, and the record says so under ``summary["control"]``.
@@ -144,9 +149,10 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     >>> res = featlab.run("fa-synthetic", preset="quick", seeds=2)
     >>> res.summary["metrics"]["binary.cos_in_class_mean"], res.metrics.head(), res.figures
     """
+    started = time.monotonic()  # a budget counts from here
     exp, cfg = resolve_config(experiment_id, preset, config_file, overrides, control)
     try:
-        device = preflight(exp, cfg, out, quiet=quiet)  # every user mistake is refused here, before anything is written
+        device = preflight(exp, cfg, out, quiet=quiet, timed=budget_s is None)  # every user mistake is refused here, before anything is written
     except ConfigError:  # e.g. a read-only --out: a complete run of this config there is still shown (it only reads)
         if force or (done := _complete_run(exp, cfg, out)) is None:
             raise
@@ -167,7 +173,8 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
             writer.recover()
             if not force and (done := writer.existing()) is not None:
                 return _reused(done, quiet)
-            return _run_locked(exp, cfg, run_id, writer, preset, quiet, control, device)
+            units = UnitStore(units_folder(out, exp.id, run_id), run_id, exp.id, budget_s, quiet, started)
+            return _run_locked(exp, cfg, run_id, writer, preset, quiet, control, device, units)
     except OSError as e:
         # the lock or the repair could not write (a read-only mount, EROFS even for root): a complete run is
         # only read, so it is shown as on any other rerun
@@ -199,14 +206,14 @@ def _reused(done: RunRecord, quiet: bool) -> RunRecord:
 
 
 def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bool, control,
-                device: torch.device) -> RunRecord:
+                device: torch.device, units: UnitStore) -> RunRecord:
     stage = writer.open()
     try:
         writer.write_config(cfg.to_yaml())
         ctl = exp.control(None if control is True else control) if control else None
         ctx = RunContext(exp.id, cfg, stage, quiet=quiet, declared=exp.claims,  # a rival judges every claim
                          judged=set(ctl.targets(exp.claims)) if ctl and ctl.kind == "sanity" else None,
-                         control=ctl.name if ctl else "", run_device=device)
+                         control=ctl.name if ctl else "", run_device=device, units=units)
         t0 = time.perf_counter()
         oom = ""
         try:
@@ -241,6 +248,7 @@ def _run_locked(exp, cfg, run_id: str, writer: RunWriter, preset: str, quiet: bo
             "elapsed_s": round(elapsed, 3),
         }
         rec = writer.publish(summary)
+        units.discard()  # the record holds every unit's results now
         if oom:  # after the record: the failure is kept, and the command says it in one line (exit 2)
             raise OutOfMemory(f"{oom}; failed run recorded in {rec.dir}")
         return rec

@@ -124,6 +124,16 @@ class FitResult:
         """``key`` at each epoch that measured it (every ``eval_every``-th and the last for ``evaluate``'s keys)."""
         return [h[key] for h in self.history if key in h]
 
+    def to_dict(self) -> dict:
+        """What a kept unit of a resumable run stores (:mod:`featlab.runs.units`): everything but the model."""
+        return {k: getattr(self, k) for k in ("history", "status", "message", "resumed_from", "elapsed_s", "seed",
+                                              "prefix")}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FitResult:
+        return cls(**{k: d[k] for k in ("history", "status", "message", "resumed_from", "elapsed_s", "seed",
+                                        "prefix") if k in d})
+
     def frame(self) -> pd.DataFrame:
         """Every measurement of the history as tidy rows (seed, step = epoch, prefix + metric, value)."""
         rows = [(self.seed, int(h["epoch"]), self.prefix + k, float(v)) for h in self.history for k, v in h.items()

@@ -34,7 +34,7 @@ from ...runs.resources import dataset_needs, image_needs
 from ...text import table
 from ...train.checkpoints import fingerprint_of, run_checkpoints
 from ...train.image_config import ImageTrainFields, build_model, load_run_data
-from ...train.image_trainer import fit, predict
+from ...train.image_trainer import FitResult, fit, predict
 from ...train.mixup import MidpointMixup, Mixup
 from ...train.objectives import erm_objective, mixup_objective
 from ...utils import generator as make_generator
@@ -115,7 +115,8 @@ def _objective(cfg: MMSpuriousConfig, method: str, k: int):
 
 def _train(ctx, data: ImageData, ck):
     """Every method on every run: (method → the test error after each epoch, one curve per run; method → (runs,
-    test points) errors of the final nets; method → training accuracy per run)."""
+    test points) errors of the final nets; method → training accuracy per run). Each method × run is a unit
+    (``ctx.unit``): a budgeted run stops between two of them and the next call resumes (featlab.runs.units)."""
     cfg: MMSpuriousConfig = ctx.cfg
     k = data.num_classes
     # the images live on the run device for the whole run (issue 33): the spurious concatenation and γ-scaling of
@@ -126,31 +127,50 @@ def _train(ctx, data: ImageData, ck):
     def wrong_of(m) -> torch.Tensor:
         return predict(m, x_test, cfg.eval_batch).argmax(-1) != data.y_test
 
-    def evaluate(m):
-        return {"test_err": wrong_of(m).double().mean().item()}
-
     curves: dict[str, list[list[float]]] = {m: [] for m in cfg.methods}
     wrong: dict[str, list[np.ndarray]] = {m: [] for m in cfg.methods}
     train_acc: dict[str, list[float]] = {m: [] for m in cfg.methods}
+    ctx.units.expect(len(ctx.seeds) * len(cfg.methods))
     for seed in ctx.seeds:
-        sc = SpuriousChannels(xtr, ytr, k, seed=seed, partner=cfg.partner, spurious=cfg.spurious)
+        wrapper: list[SpuriousChannels] = []  # drawn once per run, only when one of its units is computed
+
+        def spurious(seed=seed, wrapper=wrapper) -> SpuriousChannels:
+            if not wrapper:
+                wrapper.append(SpuriousChannels(xtr, ytr, k, seed=seed, partner=cfg.partner, spurious=cfg.spurious))
+            return wrapper[0]
+
         for method in cfg.methods:
-            model = build_model(cfg.model, sc.channels, k, cfg.width, seed)  # the init depends on the seed alone
-            if cfg.epochs == 0:  # the control: every method's network at the same init, evaluated as trained ones
-                model.to(ctx.device).eval()  # on the run device, as fit() puts the trained ones
-                with torch.no_grad():
-                    curves[method].append([evaluate(model)["test_err"]])
-            else:
-                res = ctx.trained(fit(model, sc.batch, len(sc), cfg.fit_spec(), objective=_objective(cfg, method, k),
-                                      evaluate=evaluate, seed=seed, device=ctx.device,
-                                      checkpoint=ck / f"{method}-seed{seed}.pt",
-                                      fingerprint=fingerprint_of(ctx.experiment_id, cfg, method=method),
-                                      desc=f"{method} seed {seed}", prefix=f"{method}."))
-                curves[method].append(res.series("test_err"))
-            with torch.no_grad():
-                wrong[method].append(ctx.numpy(wrong_of(model)))
-                train_acc[method].append(_train_accuracy(model, sc, seed, cfg.eval_batch))
+            u = ctx.unit(f"{method}-seed{seed}", lambda method=method, seed=seed: _unit(
+                ctx, spurious(), method, seed, k, wrong_of, ck))
+            if u["fit"] is not None:
+                ctx.trained(FitResult.from_dict(u["fit"]))  # a diverged unit ends the run as failed, as before
+            curves[method].append([float(e) for e in u["curve"]])
+            wrong[method].append(u["wrong"])
+            train_acc[method].append(float(u["train_acc"]))
     return curves, {m: np.stack(w) for m, w in wrong.items()}, train_acc
+
+
+def _unit(ctx, sc: SpuriousChannels, method: str, seed: int, k: int, wrong_of, ck) -> dict:
+    """One method on one run: its fit's history, test-error curve, per-test-point errors and training accuracy."""
+    cfg: MMSpuriousConfig = ctx.cfg
+    model = build_model(cfg.model, sc.channels, k, cfg.width, seed)  # the init depends on the seed alone
+    if cfg.epochs == 0:  # the control: every method's network at the same init, evaluated as trained ones
+        model.to(ctx.device).eval()  # on the run device, as fit() puts the trained ones
+        with torch.no_grad():
+            res, curve = None, [float(wrong_of(model).double().mean())]
+    else:
+        res = fit(model, sc.batch, len(sc), cfg.fit_spec(), objective=_objective(cfg, method, k),
+                  evaluate=lambda m: {"test_err": wrong_of(m).double().mean().item()}, seed=seed, device=ctx.device,
+                  checkpoint=ck / f"{method}-seed{seed}.pt",
+                  fingerprint=fingerprint_of(ctx.experiment_id, cfg, method=method),
+                  desc=f"{method} seed {seed}", prefix=f"{method}.")
+        curve = res.series("test_err")
+        if res.status != "complete":
+            return {"fit": res.to_dict(), "curve": curve, "wrong": np.zeros(0, bool), "train_acc": float("nan")}
+    with torch.no_grad():
+        return {"fit": None if res is None else res.to_dict(), "curve": curve,
+                "wrong": ctx.numpy(wrong_of(model)).astype(bool),
+                "train_acc": _train_accuracy(model, sc, seed, cfg.eval_batch)}
 
 
 def _train_accuracy(model, sc: SpuriousChannels, seed: int, batch: int) -> float:

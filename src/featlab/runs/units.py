@@ -1,0 +1,194 @@
+"""Runs that advance call by call: a long run is cut into *units* (one method × seed of an image table), each unit's
+final results are kept as soon as it finishes, and a run given a time budget stops after its last complete unit.
+
+    featlab run mm-spurious-fmnist --preset paper --budget 9m     # a 10-minute call: as many units as fit
+    featlab run mm-spurious-fmnist --preset paper --budget 9m     # the next call resumes from the kept units
+    featlab pack runs row.tgz; featlab unpack row.tgz runs        # carries them to another machine
+
+* A unit is ``ctx.unit(name, compute)``: ``compute()`` returns the unit's results as a dict of numbers, strings,
+  lists and numpy arrays (its final metrics, never a checkpoint); they are written to
+  ``OUT/<experiment>/.units/<run-id>/<name>.json`` with the run id, the featlab version, the seconds the unit took
+  and a SHA-256 of the results. A later call of the same config (the same run id) reads them back instead of
+  computing them, so a run resumed any number of times gives the record an uninterrupted run gives (the
+  experiment draws nothing outside its units' ``compute``).
+* The budget (seconds from the start of the call) is checked between units, never inside one (a unit is never
+  half recorded): the first unit a call computes always runs, so every call advances; each further one starts only
+  if the time left covers the longest unit this call has computed. When
+  the budget stops a run, :class:`BudgetReached` says how many units are done; no run record is written until
+  every unit is done, and the units folder is deleted once the run's record is published.
+* A unit file that is unreadable, of another run id or whose hash does not match its content is never used: it is
+  computed again (and the message says why).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._version import __version__
+from ..errors import ConfigError
+from ..text import safe_print
+from ..utils import atomic_write
+
+UNITS_DIR = ".units"
+FORMAT = "featlab-unit/1"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
+
+
+class BudgetReached(Exception):
+    """A budgeted run stopped after its last complete unit; the next call of the same command resumes it. Not a
+    user error: ``featlab run`` prints :attr:`message` and exits with code 3."""
+
+    def __init__(self, experiment_id: str, run_id: str, done: int, total: int | None, folder: Path, spent_s: float):
+        self.experiment_id, self.run_id, self.done, self.total = experiment_id, run_id, done, total
+        self.folder, self.spent_s = folder, spent_s
+        of = f" of {total}" if total else ""
+        super().__init__(f"{experiment_id}: its budget is spent ({spent_s:.0f} s): {done}{of} units done, kept in "
+                         f"{folder}; run the same command again to continue (on another machine: 'featlab pack' "
+                         f"the runs folder here, 'featlab unpack' it there)")
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+def parse_budget(text: str | float | None) -> float | None:
+    """Seconds from ``--budget``: a number of seconds or one with a unit (``540``, ``540s``, ``9m``, ``1.5h``)."""
+    if text is None or isinstance(text, (int, float)):
+        return None if text is None else float(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(s|m|h)?\s*", str(text))
+    if not m:
+        raise ConfigError(f"--budget: {text!r} is not a duration; give seconds or a unit, e.g. --budget 540s, 9m "
+                          f"or 1.5h")
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2) or "s"]
+
+
+# ------------------------------------------------------------------------------------------ encoding
+def _encode(v: Any) -> Any:
+    """JSON-able form of a unit's results: numpy arrays as {dtype, shape, base64 bytes}, exactly."""
+    if isinstance(v, np.ndarray):
+        a = np.ascontiguousarray(v)
+        return {"__array__": a.dtype.str, "shape": list(a.shape), "data": base64.b64encode(a.tobytes()).decode()}
+    if isinstance(v, dict):
+        return {str(k): _encode(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_encode(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _decode(v: Any) -> Any:
+    if isinstance(v, dict) and "__array__" in v:
+        raw = base64.b64decode(v["data"])
+        return np.frombuffer(raw, dtype=np.dtype(v["__array__"])).reshape(v["shape"]).copy()
+    if isinstance(v, dict):
+        return {k: _decode(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    return v
+
+
+def content_hash(results: Any) -> str:
+    return hashlib.sha256(json.dumps(results, sort_keys=True).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------ the store
+@dataclass
+class UnitStore:
+    """The units of one run (``folder``: OUT/<experiment>/.units/<run-id>) and its budget."""
+
+    folder: Path | None  # None: units are computed and not kept (a context made outside the runner)
+    run_id: str = ""
+    experiment_id: str = ""
+    budget_s: float | None = None
+    quiet: bool = False
+    started: float = field(default_factory=time.monotonic)
+    total: int | None = None
+    computed: list[float] = field(default_factory=list)  # seconds of each unit this call computed
+    done: set[str] = field(default_factory=set)
+
+    def expect(self, total: int) -> None:
+        """How many units the run has (for the budget's message)."""
+        self.total = total
+
+    def run(self, name: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The unit's results: kept ones if this run has them, else computed now (if the budget allows) and kept."""
+        if not _NAME.match(name):
+            raise ValueError(f"unit name {name!r}: letters, digits and _ . = - only")
+        if self.folder is None:
+            return compute()
+        kept = self._load(name)
+        if kept is not None:
+            self.done.add(name)
+            return kept
+        self._check_budget()
+        t0 = time.monotonic()
+        results = compute()
+        elapsed = time.monotonic() - t0
+        self.computed.append(elapsed)
+        enc = _encode(results)
+        atomic_write(self.folder / f"{name}.json", json.dumps(
+            {"format": FORMAT, "experiment": self.experiment_id, "run_id": self.run_id, "unit": name,
+             "featlab": __version__, "elapsed_s": round(elapsed, 3), "sha256": content_hash(enc), "results": enc}))
+        # (keys in the order the experiment gave them: a resumed run's records list its metrics in the same order)
+        self.done.add(name)
+        return _decode(enc)  # exactly what a resumed call reads back (float64 round-trips through JSON)
+
+    def _check_budget(self) -> None:
+        """The first unit a call computes always runs (every call advances); a further one only if the time left
+        covers the longest unit this call computed (units of other machines may be faster or slower)."""
+        if self.budget_s is None or not self.computed:
+            return
+        spent = time.monotonic() - self.started
+        if spent + max(self.computed) > self.budget_s:
+            done = len(list(self.folder.glob("*.json")))  # this call's and earlier calls' (or other processes')
+            raise BudgetReached(self.experiment_id, self.run_id, done, self.total, self.folder, spent)
+
+    def _load(self, name: str) -> dict[str, Any] | None:
+        f = self.folder / f"{name}.json"
+        if not f.is_file():
+            return None
+        try:
+            u = json.loads(f.read_text(encoding="utf-8"))
+            ok = (u.get("format") == FORMAT and u.get("run_id") == self.run_id and u.get("unit") == name
+                  and u.get("sha256") == content_hash(u["results"]))
+            why = "" if ok else "another run id, or its content does not match its hash"
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            u, why = None, f"unreadable ({type(e).__name__})"
+        if why:  # said even when quiet: a damaged result is never passed over in silence
+            safe_print(f"featlab: warning: unit {f} is not used ({why}); it is computed again", file=sys.stderr)
+            return None
+        if u.get("featlab") != __version__:
+            self._say(f"featlab: warning: unit {name} of {self.experiment_id} was made by featlab {u.get('featlab')} "
+                      f"(this is {__version__})")
+        return _decode(u["results"])
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            safe_print(text, file=sys.stderr)
+
+    def discard(self) -> None:
+        """Delete the units folder (the run's record now holds everything), and the .units folder if empty."""
+        if self.folder is None:
+            return
+        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            self.folder.parent.rmdir()
+        except OSError:
+            pass
+
+
+def units_folder(out: str | Path, experiment_id: str, run_id: str) -> Path:
+    return Path(out) / experiment_id / UNITS_DIR / run_id
