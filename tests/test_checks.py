@@ -10,9 +10,9 @@ from featlab.runs.record import check_counts, claim_counts, load_run
 from featlab.runs.registry import list_experiments
 
 
-def _claim(cid, holds, kind="claim"):
+def _claim(cid, holds, kind="claim"):  # a claim the rival runs showed to be a mechanism claim
     return {"id": cid, "statement": cid, "source": "Thm 1", "measured": 1.0, "threshold": ">= 0", "holds": holds,
-            "kind": kind}
+            "kind": kind, **({"role": "mechanism"} if kind == "claim" else {})}
 
 
 def test_a_check_is_judged_and_shown_but_not_counted(tmp_path):
@@ -23,7 +23,8 @@ def test_a_check_is_judged_and_shown_but_not_counted(tmp_path):
     rec = load_run(tmp_path)
     assert rec.held == (1, 2) and rec.checks == (1, 2) and not rec.all_hold
     text = run_report(summary, str(tmp_path))
-    assert "claims: 1/2 held (1 failed)." in text and "1/2 checks hold" in text and "check (not counted)" in text
+    assert "claims: 1 of 2 mechanism claims held (1 failed); not counted: 2 checks." in text
+    assert "1/2 checks hold" in text and "check (not counted)" in text
     assert text.index("a.y") < text.index("check (not counted)") < text.index("a.w")  # listed apart, after
 
 

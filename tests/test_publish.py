@@ -75,7 +75,7 @@ def test_publish_writes_the_table_the_figures_and_the_provenance(toy, out, tmp_p
         assert img.width <= 720  # small enough to commit
     assert (dest / "runs" / "toyp-ok" / "config.yaml").read_text().startswith("seeds:")
     prov = json.loads((dest / "runs" / "toyp-ok" / "provenance.json").read_text())
-    assert prov["claims"] == "1/2 held (1 failed)" and "date" in prov and "featlab" in prov
+    assert prov["claims"] == "1 of 2 mechanism claims held (1 failed)" and "date" in prov and "featlab" in prov
     assert str(tmp_path) not in json.dumps(prov)  # no folder of this machine
     from featlab.report.publish import _portable
 

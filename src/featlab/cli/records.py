@@ -69,7 +69,7 @@ def cmd_runs(a: argparse.Namespace) -> int:
         body = [[r["experiment"], r["run_id"], r["preset"], r["overrides"], r["status"], r["claims_held"], r["date"],
                  fmt_value(r["elapsed_s"])] for r in rows]
         print(table(body, ["experiment", "run id", "preset", "overrides", "status", "claims", "date", "elapsed s"],
-                    [20, 12, 26, 36, 8, 6, 16, 9]))
+                    [20, 12, 26, 36, 8, 18, 16, 9]))
         print(f"\n{len(rows)} run{'s' if len(rows) != 1 else ''} under {a.root}; 'featlab show EXP' reprints the "
               f"latest run of EXP, 'featlab report {a.root}' writes a page of them")
     for _, why in runs.problems:

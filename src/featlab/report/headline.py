@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runs.record import STATUSES, RunRecord, is_check, is_counted, status
+from ..runs.record import STATUSES, RunRecord, tally
 from ..runs.registry import list_experiments
 
 HEADLINE_KINDS = {"paper": "the papers' own settings", "theory": "the theorems' assumptions"}
@@ -31,15 +31,12 @@ class KindCount:
         return sum(self.statuses.values())
 
     def add(self, claims: list[dict[str, Any]]) -> None:
-        for c in claims:
-            if is_check(c):
-                self.checks += 1
-            elif is_counted(c):
-                self.statuses[status(c)] += 1
-            elif c.get("kind") == "premise" or c.get("role") == "premise":
-                self.premises += 1
-            else:
-                self.unsettled += 1
+        t = tally(claims)  # the one count (runs/record.py)
+        for s in STATUSES:
+            self.statuses[s] += t[s]
+        self.premises += t["premise"]
+        self.unsettled += t["unsettled"]
+        self.checks += t["check"] + t["measurement"]
 
     @property
     def label(self) -> str:

@@ -21,7 +21,7 @@ import yaml
 
 from ..runs.context import BESIDE_PAPER
 from ..runs.index import find_runs
-from ..runs.record import RunRecord, counts_text, is_check, is_uncontrolled, role_text, status
+from ..runs.record import RunRecord, bucket, counts_text, is_check, is_uncontrolled, role_text, status
 from ..runs.registry import Experiment, list_experiments
 from ..text import fmt_value
 from ..utils import atomic_write, json_dumps, json_loads
@@ -54,6 +54,7 @@ def _row(exp: Experiment, preset: str, c: dict[str, Any]) -> dict[str, Any]:
     kind = ("measurement" if c.get("kind") == "measurement" else "check" if is_check(c)
             else "uncontrolled" if is_uncontrolled(c) else "claim")
     return {"experiment": exp.id, "preset": preset, "claim": c["id"], "kind": kind, "role": role_text(c),
+            "bucket": bucket(c), "source": c.get("source"),
             "rivals": c.get("rivals") or [], "statement": c.get("statement"),
             "paper_value": c.get("paper_value"), "measured": c.get("measured"), "interval": c.get("interval"),
             "n": c.get("n"), "unit": c.get("unit"), "threshold": c.get("threshold"), "status": status(c),
@@ -102,8 +103,7 @@ def publish(out: str | Path, dest: str | Path, preset: str = "paper",
             name = f"{exp.id}__{fig.stem}.png"
             atomic_write(dest / "figures" / name, partial(_small_png, fig))  # whole or absent
             gallery.append((exp.id, name))
-    counted = [r for r in rows if r["kind"] == "claim"]
-    counts = {s: sum(r["status"] == s for r in counted) for s in ("held", "failed", "inconclusive", "unverified")}
+    counts = {s: sum(r["bucket"] == s for r in rows) for s in ("held", "failed", "inconclusive", "unverified")}
     counts["never run"] = len(missing)
     headline = headline_lines(latest)
     atomic_write(dest / VERDICTS, json_dumps({"preset": preset, "counts": counts, "headline": headline, "rows": rows,

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..runs.discrimination import rivals_for
 from ..runs.index import Runs, config_diff, find_runs
-from ..runs.record import STATUSES, RunRecord, counts_text, is_uncontrolled, status, status_counts
+from ..runs.record import RunRecord, counts_text, is_uncontrolled, status, status_counts
 from ..runs.registry import list_experiments, papers
 from ..runs.stability import stable_under
 from ..text import fmt_value
@@ -90,14 +90,8 @@ class PaperView:
         return status_counts(c for e in self.experiments for r in e.runs[:1] for c in r.rec.claims)
 
     def counts_text(self) -> str:
-        held, total = self.held
-        sc = self.statuses
-        rest = ", ".join(f"{sc[s]} {s}" for s in STATUSES[1:] if sc.get(s))
-        roles = [c.get("role") for e in self.experiments for r in e.runs[:1] for c in r.rec.claims
-                 if c.get("kind", "claim") == "claim"]
-        apart = ", ".join(f"{roles.count(x)} {x}" for x in ("unsettled", "premise") if roles.count(x))
-        return (f"{held}/{total} mechanism claims held" + (f", {rest}" if rest else "")
-                + (f"; not counted: {apart}" if apart else ""))
+        """The latest runs' claims through the one count (runs/record.py ``tally``)."""
+        return counts_text(c for e in self.experiments for r in e.runs[:1] for c in r.rec.claims)
 
     @property
     def checks(self) -> tuple[int, int]:

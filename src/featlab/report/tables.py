@@ -69,7 +69,7 @@ def run_report(summary: dict[str, Any], run_dir: str, headline: list[str] | None
     lines.append(f"\nclaims: {counts_text(claims)}.")
     if any(is_uncontrolled(c) for c in claims):  # apart: no control has shown they can fail for the paper's reason
         lines += ["", claims_table([c for c in claims if is_uncontrolled(c)],
-                                   title="uncontrolled (not counted)")]
+                                   title="premise or unsettled (not counted)")]
     if any(is_check(c) for c in claims):  # listed apart: they hold by construction or test the generator
         lines += ["", claims_table([c for c in claims if is_check(c)], title="check (not counted)")]
         lines.append("\n{}/{} checks hold (by construction or of the generator; not counted).".format(

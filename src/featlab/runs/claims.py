@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from .diagnosis import Diagnosis
 from .uncertainty import HELD, INCONCLUSIVE, MIN_UNITS, Samples, decide, interval, units_to_settle
+from .verdict import Verdict
 
 
 def _num(v: float) -> str:
@@ -198,44 +199,6 @@ class Claim:
                        status=status, interval=(iv.lo, iv.hi) if iv else None, n=iv.n if iv else None,
                        unit=iv.unit if iv else "", settle=settle,
                        by_rule=alone if status == INCONCLUSIVE and alone != INCONCLUSIVE else "")
-
-
-@dataclass
-class Verdict:
-    """A judged claim as it goes into summary.json."""
-
-    id: str
-    statement: str
-    source: str
-    measured: float | str
-    threshold: str
-    holds: bool
-    paper_value: float | None = None
-    kind: str = "claim"
-    status: str = ""  # held / failed / inconclusive / unverified ('' → from holds)
-    interval: tuple[float, float] | None = None  # 95 % bootstrap interval of the measurement
-    n: int | None = None  # units behind the interval
-    unit: str = ""  # what they are: seeds, test points, ...
-    settle: int | None = None  # inconclusive: the units that would settle it at the same estimate
-    by_rule: str = ""  # inconclusive by the minimum-units rule: what the interval alone says (held / failed)
-
-    def __post_init__(self):
-        self.status = self.status or (HELD if self.holds else "failed")
-
-    def to_dict(self) -> dict[str, Any]:
-        # a non-finite value stays a float: json_dumps writes it by featlab's one rule ("NaN"), json_loads reads it back
-        out: dict[str, Any] = {"id": self.id, "statement": self.statement, "source": self.source,
-                               "measured": self.measured, "threshold": self.threshold, "holds": bool(self.holds),
-                               "kind": self.kind, "status": self.status}
-        if self.interval is not None:
-            out.update(interval=[float(x) for x in self.interval], n=self.n, unit=self.unit)
-        if self.settle is not None:
-            out["settle"] = self.settle
-        if self.by_rule:
-            out["by_rule"] = self.by_rule
-        if self.paper_value is not None:
-            out["paper_value"] = self.paper_value
-        return out
 
 
 @dataclass(frozen=True)

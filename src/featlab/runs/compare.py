@@ -8,7 +8,7 @@ import math
 from typing import Any, TypeGuard
 
 from .index import overrides_text
-from .record import RunRecord, counts_text, status
+from .record import RunRecord, counts_text, status, tally_short
 
 
 def _number(v: Any) -> TypeGuard[float]:
@@ -18,7 +18,7 @@ def _number(v: Any) -> TypeGuard[float]:
 def _side(rec: RunRecord) -> dict[str, Any]:
     ctl = rec.summary.get("control") or {}
     return {"dir": str(rec.dir), "experiment": rec.experiment, "preset": rec.summary.get("preset"),
-            "control": ctl.get("name", "?") if ctl else None, "claims_held": "{}/{}".format(*rec.held),
+            "control": ctl.get("name", "?") if ctl else None, "claims_held": tally_short(rec.tally),
             "claims": counts_text(rec.claims), "verdicts": rec.statuses, "overrides": overrides_text(rec)}
 
 

@@ -25,10 +25,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .record import RunRecord, status
+from .claims import Verdict
 from .registry import UnknownExperimentError, get_experiment
+
+if TYPE_CHECKING:  # the record module reads roles through this one: a type only, never imported at run time
+    from .record import RunRecord
+
+
+def status(claim: dict[str, Any]) -> str:
+    return Verdict.from_dict(claim).status
 
 MECHANISM, PREMISE, UNSETTLED = "mechanism", "premise", "unsettled"
 ROLES = (MECHANISM, PREMISE, UNSETTLED)

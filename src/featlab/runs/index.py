@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FeatlabError, RunRecordError
-from .discrimination import annotate
-from .record import SUMMARY, RunRecord, load_run
-from .registry import get_experiment, list_experiments
+from .record import SUMMARY, RunRecord, load_run, read_run, tally_short, with_rivals
+from .registry import list_experiments
 from .runner import resolve_config
 
 
@@ -83,7 +82,7 @@ def find_runs(out: str | Path) -> Runs:
         if d.name.startswith(".") or d.parent.name.startswith("."):
             continue
         try:
-            found.records.append(load_run(d))
+            found.records.append(read_run(d))
         except RunRecordError as e:
             found.problems.append((str(d), str(e)))
     found.records.sort(key=lambda r: r.finished_at, reverse=True)
@@ -97,15 +96,10 @@ def _annotate_roles(found: Runs) -> None:
     by_exp: dict[str, list[RunRecord]] = {}
     for r in found.records:
         by_exp.setdefault(r.experiment, []).append(r)
-    for exp_id, recs in by_exp.items():
-        try:
-            exp = get_experiment(exp_id)
-        except FeatlabError:  # a run of an experiment this install does not have: shown as recorded
-            continue
+    for recs in by_exp.values():
         controls = [r for r in recs if r.is_control]
         for r in recs:
-            if not r.is_control:
-                annotate(r, controls, exp)
+            with_rivals(r, controls)
 
 
 def resolve(target: str, out: str | Path, *, any_run: bool = False,
@@ -178,10 +172,9 @@ def index_rows(runs: Runs) -> list[dict[str, Any]]:
     """One row per run, newest first: what ``featlab runs`` prints (and ``--json`` returns)."""
     rows = []
     for r in runs.records:
-        held, total = r.held
         ctl = r.summary.get("control") or {}
         rows.append({"experiment": r.experiment, "run_id": r.dir.name,
                      "preset": r.summary.get("preset", "?") + (f" [control {ctl.get('name')}]" if ctl else ""),
-                     "overrides": overrides_text(r), "status": r.status, "claims_held": f"{held}/{total}",
+                     "overrides": overrides_text(r), "status": r.status, "claims_held": tally_short(r.tally),
                      "date": r.date, "elapsed_s": r.summary.get("elapsed_s"), "dir": str(r.dir)})
     return rows

@@ -1,8 +1,9 @@
 """The run record: ``OUT/<experiment>/<run-id>/`` read back as a :class:`RunRecord`.
 
-This module is the one reader and validator of summary.json (``load_run``) and the one place where a record's
-claims are counted (``claim_counts``) and where the rules that depend on them live (``RunRecord.passes``: the
-``--strict`` rule; ``RunRecord.made_by``: the record of another featlab version). Every command and page reads
+This module is the one reader and validator of summary.json (``load_run``: with its claims' roles from the rival
+runs beside it) and, through runs/verdict.py's ``tally``, of how a record's claims are counted; the rules that
+depend on them live here (``RunRecord.passes``: the ``--strict`` rule; ``RunRecord.made_by``: the record of
+another featlab version). Every command and page reads
 records through it, so ``run``, ``show``, ``runs`` and ``report`` always agree on whether a record is readable and
 how many of its claims hold.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +19,29 @@ from typing import Any
 import pandas as pd
 
 from .._version import __version__
-from ..errors import RunRecordError
+from ..errors import FeatlabError, RunRecordError
 from ..utils import json_loads
+from .discrimination import annotate
+from .registry import get_experiment
 from .uncertainty import STATUSES
+from .verdict import (  # noqa: F401  the one count, read by every command through this module too
+    COUNTED,
+    Verdict,
+    bucket,
+    check_counts,
+    claim_counts,
+    counts_text,
+    is_check,
+    is_counted,
+    is_uncontrolled,
+    role_text,
+    status,
+    status_counts,
+    tally,
+    tally_short,
+    tally_text,
+    verdict,
+)
 
 SUMMARY = "summary.json"
 METRICS = "metrics.parquet"
@@ -39,76 +59,6 @@ _CLAIM_TYPES: dict[str, tuple[type, ...]] = {
     "id": (str,), "statement": (str,), "source": (str,), "threshold": (str,), "holds": (bool,),
     "measured": (*_NUMBER, str, type(None)), "status": (str,), "interval": (list, type(None)),
     "paper_value": (*_NUMBER, type(None))}
-
-
-def is_check(claim: dict[str, Any]) -> bool:
-    """A check (holds by construction, or tests the generator): judged and shown, never counted as a claim."""
-    return claim.get("kind") in ("check", "measurement")  # a measurement: reported with its interval, no verdict
-
-
-def is_uncontrolled(claim: dict[str, Any]) -> bool:
-    """A claim not counted among the results though not a check: a declared premise; a claim the rival runs show is
-    a premise (it holds for a rival too) or leave unsettled (runs/discrimination.py sets ``role`` where rival runs
-    were read with it); in a record read alone, a claim no mechanism control targets at all."""
-    if is_check(claim):
-        return False
-    if claim.get("kind") == "premise":
-        return True
-    if "role" in claim:
-        return claim["role"] != "mechanism"
-    return claim.get("controlled") is False
-
-
-def role_text(claim: dict[str, Any]) -> str:
-    """'mechanism claim' / 'premise' / 'unsettled' / 'check' / '' (a record read without its rival runs)."""
-    if is_check(claim):
-        return "check"
-    if claim.get("kind") == "premise":
-        return "premise"
-    return {"mechanism": "mechanism claim", "premise": "premise", "unsettled": "unsettled"}.get(claim.get("role", ""),
-                                                                                              "")
-
-
-def is_counted(claim: dict[str, Any]) -> bool:
-    return not is_check(claim) and not is_uncontrolled(claim)
-
-
-def status(claim: dict[str, Any]) -> str:
-    """held / failed / inconclusive / unverified (records made before verdicts carried uncertainty: from holds)."""
-    return claim.get("status") or ("held" if claim.get("holds") else "failed")
-
-
-def claim_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:
-    """(claims that hold, claims judged) of a record's claim list, checks and uncontrolled claims left out: the one
-    count every command and page prints."""
-    counted = [c for c in claims if is_counted(c)]
-    return sum(status(c) == "held" for c in counted), len(counted)
-
-
-def status_counts(claims: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """{held, failed, inconclusive, unverified: how many} of the counted claims (checks left out)."""
-    out = dict.fromkeys(STATUSES, 0)
-    for c in claims:
-        if is_counted(c):
-            out[status(c)] = out.get(status(c), 0) + 1
-    return out
-
-
-def counts_text(claims: Iterable[dict[str, Any]]) -> str:
-    """'8/13 held (3 failed, 2 inconclusive)': the held count, and the other verdicts when there are any."""
-    claims = list(claims)
-    held, total = claim_counts(claims)
-    sc = status_counts(claims)
-    rest = ", ".join(f"{sc[s]} {s}" for s in STATUSES[1:] if sc.get(s))
-    roles = [c.get("role") for c in claims if not is_check(c) and c.get("kind", "claim") == "claim"]
-    apart = ", ".join(f"{roles.count(r)} {r}" for r in ("unsettled", "premise") if roles.count(r))
-    return f"{held}/{total} held" + (f" ({rest})" if rest else "") + (f"; not counted: {apart}" if apart else "")
-
-
-def check_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:
-    """(checks that hold, checks judged): shown apart from the claims."""
-    checks = [c for c in claims if is_check(c)]
-    return sum(status(c) == "held" for c in checks), len(checks)
 
 
 def other_version(summary: dict[str, Any]) -> str | None:
@@ -143,8 +93,18 @@ class RunRecord:
         return self.summary.get("claims", [])
 
     @property
+    def verdicts(self) -> list[Verdict]:
+        """The claims as Verdicts (their roles from the rival runs read with the record)."""
+        return [Verdict.from_dict(c) for c in self.claims]
+
+    @property
+    def tally(self) -> dict[str, int]:
+        """{bucket: how many}: the one count (:func:`tally`)."""
+        return tally(self.claims)
+
+    @property
     def held(self) -> tuple[int, int]:
-        """(claims that hold, claims judged)."""
+        """(mechanism claims that hold, mechanism claims counted): the count every command prints."""
         return claim_counts(self.claims)
 
     @property
@@ -263,7 +223,40 @@ def claim_problem(c: Any) -> str | None:
 
 
 def load_run(run_dir: str | Path) -> RunRecord:
-    """A run folder → RunRecord; RunRecordError names the file and the fix when summary.json is unusable."""
+    """A run folder → RunRecord, its claims' roles read from the rival runs beside it (the control runs of the same
+    experiment in the same runs folder: runs/discrimination.py), as ``featlab runs``/``show``/``report`` read them;
+    RunRecordError names the file and the fix when summary.json is unusable."""
+    return with_rivals(read_run(run_dir))
+
+
+def with_rivals(rec: RunRecord, controls: list[RunRecord] | None = None) -> RunRecord:
+    """``rec`` with every claim's ``role`` from its rival runs (``controls``, newest first; default: the readable
+    control runs in ``rec``'s experiment folder). A control run, or a run of an experiment this install lacks, is
+    left as recorded."""
+    if rec.is_control:
+        return rec
+    try:
+        exp = get_experiment(rec.experiment)
+    except FeatlabError:
+        return rec
+    if controls is None:
+        controls = []
+        for f in rec.dir.parent.glob(f"*/{SUMMARY}"):
+            if f.parent == rec.dir or f.parent.name.startswith("."):
+                continue
+            try:
+                other = read_run(f.parent)
+            except RunRecordError:  # an unreadable neighbour: `featlab runs` lists it as a problem
+                continue
+            if other.is_control and other.experiment == rec.experiment:
+                controls.append(other)
+        controls.sort(key=lambda r: r.finished_at, reverse=True)
+    annotate(rec, controls, exp)
+    return rec
+
+
+def read_run(run_dir: str | Path) -> RunRecord:
+    """A run folder → RunRecord as recorded (no rival runs read): :func:`load_run` without the roles."""
     run_dir = Path(run_dir)
     f = run_dir / SUMMARY
     if not f.is_file():
