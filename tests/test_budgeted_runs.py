@@ -50,6 +50,12 @@ def test_interrupted_three_times_equals_uninterrupted(tmp_path):
     assert not (tmp_path / "whole" / EXP / ".units").exists()
 
 
+def test_worker_processes_give_the_same_record(tmp_path):
+    whole = featlab.run(EXP, out=tmp_path / "whole", quiet=True, **TINY)
+    _same_record(whole, featlab.run(EXP, out=tmp_path / "two", quiet=True, workers=2, **TINY))
+    assert not list((tmp_path / "two" / EXP).glob(".worker-*"))  # the workers' scratch folders are gone
+
+
 def test_pack_carries_units_to_another_folder(tmp_path):
     whole = featlab.run(EXP, out=tmp_path / "whole", quiet=True, **TINY)
     assert _advance(tmp_path / "a") == 1 and _advance(tmp_path / "a") == 2

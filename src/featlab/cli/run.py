@@ -31,6 +31,8 @@ def register(sub) -> None:
     r.add_argument("--budget", metavar="DURATION", help="stop after the last unit (an image table's method x seed) "
                    "that fits in this time, e.g. 540s, 9m, 1.5h; the same command again resumes (exit 3 while "
                    "units remain); 'featlab pack' carries the kept units to another machine")
+    r.add_argument("--workers", type=int, default=1, metavar="N", help="compute the units in N processes side by "
+                   "side (on a GPU: several small models train concurrently; default 1)")
     r.set_defaults(handler=cmd_run, trailing="overrides")
 
 
@@ -42,10 +44,12 @@ def cmd_run(a: argparse.Namespace) -> int:
         return run_controls(a, overrides)
     try:
         rec = run(a.id, a.preset, out=a.out, config_file=a.config, force=a.force, budget_s=parse_budget(a.budget),
-                  **overrides)
+                  workers=a.workers, **overrides)
     except BudgetReached as stop:  # not an error: the kept units resume on the next call
         print(f"featlab: {stop.message}", file=sys.stderr)
         return BUDGET_EXIT
+    if rec is None:  # a unit worker of another featlab run (featlab.runs.units): its parent reports
+        return 0
     print_run(rec)
     return 0 if rec.passes(a.strict) else 1
 

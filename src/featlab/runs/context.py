@@ -118,11 +118,13 @@ class RunContext:
             self.claims.append(v)
         return v
 
-    def unit(self, name: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """One resumable piece of a long run (an image table's method × seed): its results as ``compute()`` returns
-        them (numbers, strings, lists, numpy arrays), kept so that a run stopped by its budget, killed, or carried
-        to another machine resumes without redoing it (:mod:`featlab.runs.units`)."""
-        return self.units.run(name, compute)
+    def units_of(self, computes: dict[str, Callable[[], dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+        """The resumable pieces of a long run (an image table's method × seed), name → ``compute``: their results
+        as each ``compute()`` returns them (numbers, strings, lists, numpy arrays), kept so that a run stopped by its
+        budget, killed, or carried to another machine resumes without redoing them, and computed by several
+        processes side by side with ``featlab run --workers`` (:mod:`featlab.runs.units`). A unit draws only from
+        its own generators: its results never depend on which process or call computed it."""
+        return self.units.map(computes)
 
     def trained(self, result) -> Any:
         """Log a training result's measurements and return it; a diverged run ends the experiment as failed.

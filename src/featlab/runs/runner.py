@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -24,8 +26,8 @@ from .record import RunRecord
 from .registry import get_experiment
 from .resources import fields_text, is_out_of_memory, lower_bound, oom_message, size
 from .store import RunWriter
-from .units import UnitStore, units_folder
 from .timing import MEASURE_ABOVE_S, estimate
+from .units import WORKER_ENV, UnitStore, WorkerFinished, units_folder
 
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # a full or read-only disk while writing
 WARN_S, REFUSE_S = 86_400.0, 30 * 86_400.0  # warn above a day of work, refuse above a month
@@ -137,11 +139,12 @@ class OutOfMemory(ConfigError):
 # ------------------------------------------------------------------------------------------ running
 def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", config_file: str | Path | None = None,
         force: bool = False, quiet: bool = False, control: bool | str | Control = False, budget_s: float | None = None,
-        **overrides: Any) -> RunRecord:
+        workers: int = 1, **overrides: Any) -> RunRecord:
     """Run an experiment (or return its existing complete run) and return the run record.
 
     ``budget_s``: stop after the last unit that fits in this many seconds (an experiment cut into units, e.g. an
     image table's method × seed) and raise :class:`~featlab.runs.units.BudgetReached`; the same call again resumes.
+    ``workers``: processes that compute those units side by side (each one a ``featlab run`` of this config).
 
     ``control=True`` (or a control's name) runs a control setting (see ``@experiment(controls=...)``), where the
     claims it targets should fail; only those are judged, and the record says so under ``summary["control"]``.
@@ -152,12 +155,20 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     started = time.monotonic()  # a budget counts from here
     exp, cfg = resolve_config(experiment_id, preset, config_file, overrides, control)
     try:
-        device = preflight(exp, cfg, out, quiet=quiet, timed=budget_s is None)  # every user mistake is refused here, before anything is written
+        device = preflight(exp, cfg, out, quiet=quiet, timed=budget_s is None and WORKER_ENV not in os.environ)  # every user mistake is refused here, before anything is written
     except ConfigError:  # e.g. a read-only --out: a complete run of this config there is still shown (it only reads)
         if force or (done := _complete_run(exp, cfg, out)) is None:
             raise
         return _reused(done, quiet)
     run_id = cfg.digest(exp.id, device.type)  # the resolved device: a CUDA request never reuses a CPU run
+    if WORKER_ENV in os.environ:  # a worker process of a parent run: compute units, write no record
+        return _work_units(exp, cfg, out, run_id, device)
+    if workers < 1 or workers > 1 and control:
+        raise ConfigError(f"--workers: {workers} is not a positive count (and controls run with one); pass 1 or more")
+    units = UnitStore(units_folder(out, exp.id, run_id), run_id, exp.id, budget_s, quiet, started, workers=workers,
+                      spawn=_command_words(exp.id, preset, out, config_file, overrides))
+    if force:
+        units.discard()  # --force retrains: units kept by earlier calls are not reused
     writer = RunWriter(out, exp.id, run_id)
     try:  # the first write: a folder that cannot be made (a read-only or virtual file system) is one line
         writer.final.parent.mkdir(parents=True, exist_ok=True)
@@ -173,7 +184,6 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
             writer.recover()
             if not force and (done := writer.existing()) is not None:
                 return _reused(done, quiet)
-            units = UnitStore(units_folder(out, exp.id, run_id), run_id, exp.id, budget_s, quiet, started)
             return _run_locked(exp, cfg, run_id, writer, preset, quiet, control, device, units)
     except OSError as e:
         # the lock or the repair could not write (a read-only mount, EROFS even for root): a complete run is
@@ -185,6 +195,30 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
         where = e.filename or writer.final.parent
         raise RunRecordError(f"cannot write {str(where)!r} ({e.strerror}); free some space, fix its permissions "
                              f"or pass another --out") from None
+
+
+def _command_words(experiment_id: str, preset: str, out, config_file, overrides: Mapping[str, Any]) -> list[str]:
+    """``featlab run`` words giving this run's config (a worker process's command line; JSON values parse as YAML)."""
+    conf = ["--config", str(config_file)] if config_file is not None else []
+    return ["run", experiment_id, "--preset", preset, "--out", str(out), *conf,
+            *(f"{k}={json.dumps(v)}" for k, v in (overrides or {}).items())]
+
+
+def _work_units(exp, cfg, out, run_id: str, device: torch.device) -> None:
+    """A worker process (:mod:`.units`): the experiment runs until its units are computed (those it claims, in its
+    parent's budget), in a scratch folder beside the runs that is removed after; no record is written."""
+    deadline = os.environ[WORKER_ENV]
+    budget = None if not deadline else max(float(deadline) - time.time(), 0.0)
+    units = UnitStore(units_folder(out, exp.id, run_id), run_id, exp.id, budget, True, worker=True)
+    scratch = Path(out) / exp.id / f".worker-{run_id}-{os.getpid()}"
+    (scratch / "figures").mkdir(parents=True, exist_ok=True)
+    try:
+        exp.fn(RunContext(exp.id, cfg, scratch, quiet=True, declared=exp.claims, run_device=device, units=units))
+    except WorkerFinished:
+        pass
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return None
 
 
 def _complete_run(exp, cfg, out: str | Path) -> RunRecord | None:

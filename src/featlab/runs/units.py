@@ -5,7 +5,7 @@ final results are kept as soon as it finishes, and a run given a time budget sto
     featlab run mm-spurious-fmnist --preset paper --budget 9m     # the next call resumes from the kept units
     featlab pack runs row.tgz; featlab unpack row.tgz runs        # carries them to another machine
 
-* A unit is ``ctx.unit(name, compute)``: ``compute()`` returns the unit's results as a dict of numbers, strings,
+* Units are ``ctx.units_of({name: compute})``: each ``compute()`` returns the unit's results as a dict of numbers, strings,
   lists and numpy arrays (its final metrics, never a checkpoint); they are written to
   ``OUT/<experiment>/.units/<run-id>/<name>.json`` with the run id, the featlab version, the seconds the unit took
   and a SHA-256 of the results. A later call of the same config (the same run id) reads them back instead of
@@ -25,8 +25,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -43,6 +45,7 @@ from ..utils import atomic_write
 
 UNITS_DIR = ".units"
 FORMAT = "featlab-unit/1"
+WORKER_ENV = "FEATLAB_UNIT_WORKER"  # set in a worker process: the budget's deadline (epoch seconds) or ""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
 
 
@@ -61,6 +64,10 @@ class BudgetReached(Exception):
     @property
     def message(self) -> str:
         return str(self)
+
+
+class WorkerFinished(Exception):
+    """A worker process has computed every unit it could claim (its parent assembles the run)."""
 
 
 def parse_budget(text: str | float | None) -> float | None:
@@ -118,10 +125,67 @@ class UnitStore:
     total: int | None = None
     computed: list[float] = field(default_factory=list)  # seconds of each unit this call computed
     done: set[str] = field(default_factory=set)
+    workers: int = 1  # processes computing units side by side (``featlab run --workers``)
+    spawn: list[str] | None = None  # the featlab command words that rerun this run, for the worker processes
+    worker: bool = False  # this process is one of them
 
     def expect(self, total: int) -> None:
         """How many units the run has (for the budget's message)."""
         self.total = total
+
+    def map(self, computes: dict[str, Callable[[], dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+        """Every unit's results, in order (:meth:`run` each). With ``workers`` > 1 the pending units are computed
+        first by that many processes side by side (each claims the next unclaimed unit: on a GPU, several small
+        models train concurrently), then read back here."""
+        self.expect(len(computes))
+        if self.worker:
+            self._work(computes)
+            raise WorkerFinished
+        pending = [n for n in computes if self.folder is not None and not (self.folder / f"{n}.json").is_file()]
+        if self.workers > 1 and len(pending) > 1 and self.spawn:
+            self._run_workers(min(self.workers, len(pending)))
+            if self.budget_s is not None and any(not (self.folder / f"{n}.json").is_file() for n in computes):
+                spent = time.monotonic() - self.started
+                done = len(list(self.folder.glob("*.json")))
+                raise BudgetReached(self.experiment_id, self.run_id, done, self.total, self.folder, spent)
+        return {n: self.run(n, c) for n, c in computes.items()}
+
+    def _work(self, computes: dict[str, Callable[[], dict[str, Any]]]) -> None:
+        """A worker: claim (an exclusive ``.<unit>.claim`` file) and compute each pending unit in turn."""
+        for name, compute in computes.items():
+            claim = self.folder / f".{name}.claim"
+            if (self.folder / f"{name}.json").is_file():
+                continue
+            try:
+                os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                continue  # another worker has it
+            try:
+                self.run(name, compute)
+            finally:
+                claim.unlink(missing_ok=True)
+
+    def _run_workers(self, n: int) -> None:
+        """``n`` processes running this command as workers (the budget's deadline passed on), waited for."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._clear_claims()  # a killed worker's claim: nobody holds it now
+        deadline = "" if self.budget_s is None else str(time.time() + self.budget_s - (time.monotonic() - self.started))
+        env = {**os.environ, WORKER_ENV: deadline}
+        procs = [subprocess.Popen([sys.executable, "-m", "featlab.cli", *self.spawn], env=env) for _ in range(n)]
+        try:
+            codes = [p.wait() for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+            self._clear_claims()
+        if bad := [c for c in codes if c not in (0, 3)]:
+            raise RuntimeError(f"{len(bad)} of {n} unit workers of {self.experiment_id} failed (exit codes {bad}); "
+                               f"their messages are above")
+
+    def _clear_claims(self) -> None:
+        for f in self.folder.glob(".*.claim"):
+            f.unlink(missing_ok=True)
 
     def run(self, name: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The unit's results: kept ones if this run has them, else computed now (if the budget allows) and kept."""

@@ -116,7 +116,7 @@ def _objective(cfg: MMSpuriousConfig, method: str, k: int):
 def _train(ctx, data: ImageData, ck):
     """Every method on every run: (method → the test error after each epoch, one curve per run; method → (runs,
     test points) errors of the final nets; method → training accuracy per run). Each method × run is a unit
-    (``ctx.unit``): a budgeted run stops between two of them and the next call resumes (featlab.runs.units)."""
+    (``ctx.units_of``): a budgeted run stops between two of them and the next call resumes (featlab.runs.units)."""
     cfg: MMSpuriousConfig = ctx.cfg
     k = data.num_classes
     # the images live on the run device for the whole run (issue 33): the spurious concatenation and γ-scaling of
@@ -130,7 +130,7 @@ def _train(ctx, data: ImageData, ck):
     curves: dict[str, list[list[float]]] = {m: [] for m in cfg.methods}
     wrong: dict[str, list[np.ndarray]] = {m: [] for m in cfg.methods}
     train_acc: dict[str, list[float]] = {m: [] for m in cfg.methods}
-    ctx.units.expect(len(ctx.seeds) * len(cfg.methods))
+    computes = {}
     for seed in ctx.seeds:
         wrapper: list[SpuriousChannels] = []  # drawn once per run, only when one of its units is computed
 
@@ -140,8 +140,12 @@ def _train(ctx, data: ImageData, ck):
             return wrapper[0]
 
         for method in cfg.methods:
-            u = ctx.unit(f"{method}-seed{seed}", lambda method=method, seed=seed: _unit(
-                ctx, spurious(), method, seed, k, wrong_of, ck))
+            computes[f"{method}-seed{seed}"] = lambda method=method, seed=seed, sc=spurious: _unit(
+                ctx, sc(), method, seed, k, wrong_of, ck)
+    units = ctx.units_of(computes)
+    for seed in ctx.seeds:
+        for method in cfg.methods:
+            u = units[f"{method}-seed{seed}"]
             if u["fit"] is not None:
                 ctx.trained(FitResult.from_dict(u["fit"]))  # a diverged unit ends the run as failed, as before
             curves[method].append([float(e) for e in u["curve"]])
