@@ -24,7 +24,7 @@ def fake_run(out, run_id, *, experiment="fa-synthetic", preset="quick", status="
                "config": cfg, "metrics": metrics or {"binary.cos_in_class_mean": 0.5, "binary.clean_acc": 1.0},
                "claims": [{"id": i, "statement": f"statement of {i}", "source": "Thm 1", "measured": m,
                            "threshold": ">= 0.5", "holds": h} for i, m, h in claims],
-               "control": control, "figures": [], "notes": [], "versions": {"featlab": "0.1.0", "python": "3.11"},
+               "control": control, "figures": [], "notes": [], "versions": {"featlab": __version__, "python": "3.11"},
                "command": "/some/where/bin/featlab run fa-synthetic", "elapsed_s": 12.5}
     (d / "summary.json").write_text(json.dumps(summary))
     t = time.time() - age

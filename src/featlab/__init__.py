@@ -10,10 +10,22 @@ models), :mod:`featlab.train` (objectives, the trainer), :mod:`featlab.probes` (
 
 from ._version import __version__
 from .errors import ConfigError, DataError, FeatlabError
-from .runs.record import load_run
-from .runs.registry import get_experiment, list_experiments
-from .runs.runner import run
-from .runs.sweep import sweep
+
+# the API's functions, imported on first use (PEP 562): ``import featlab`` and ``featlab --version`` never pay
+# for torch, which the runner imports
+_LAZY = {"run": "runs.runner", "sweep": "runs.sweep", "load_run": "runs.record", "get_experiment": "runs.registry",
+         "list_experiments": "runs.registry"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["run", "sweep", "load_run", "get_experiment", "list_experiments", "FeatlabError", "ConfigError", "DataError",
            "__version__"]

@@ -9,32 +9,79 @@ Commands that take ``key=value`` words (run, reproduce, sweep) name the argument
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 from contextlib import contextmanager
 
 from .._version import __version__
-from ..cpus import fit_torch_threads
 from ..errors import FeatlabError
 from ..text import safe_streams
-from ..utils import silence_stdout
-from . import catalogue, data, records, reproduce, run, stability, sweep
 
 # the order of `featlab --help`: find an experiment, run it, read its records, reproduce a paper, sweep, stability,
-# data
-COMMANDS = (catalogue, run, records, reproduce, sweep, stability, data)
+# data, pack. Each module (imported only when one of its commands runs: torch takes seconds to import, and
+# `featlab --help` / `--version` need none of it) with its commands and their one-line help, as the module's
+# register() gives them (tests/test_cli_fast.py keeps the two the same).
+COMMANDS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("catalogue", {"list": "every experiment with its paper reference",
+                   "claims": "every claim an experiment judges: statement, source, threshold and why",
+                   "config": "every config field of an experiment: type, default, preset value, description"}),
+    ("run", {"run": "run one experiment"}),
+    ("records", {"show": "reprint a finished run's claims and headline metrics",
+                 "runs": "an index of the runs under OUT: experiment, run id, preset, overrides, status, claims held, "
+                         "date, elapsed",
+                 "compare": "two runs: config diff, metric deltas, claims that changed verdict"}),
+    ("reproduce", {"reproduce": "every experiment of a paper, then a short summary and a report page",
+                   "report": "one HTML page (and a Markdown twin) of every run under OUT: claims, figures, notes, "
+                             "config, provenance"}),
+    ("sweep", {"sweep": "the cartesian product of config values, each point a cached run"}),
+    ("stability", {"stability": "do the verdicts survive the values the paper never gives? (each paper-silent "
+                                "field over its range, one at a time)"}),
+    ("data", {"data": "image datasets: 'featlab data check [--root DIR]' lists what is present and valid",
+              "embed": "CLIP ViT-B-32 embeddings of CIFAR-10 for fa-embeddings (needs open_clip)"}),
+    ("pack", {"pack": "pack a runs folder's complete records and kept units into one file",
+              "unpack": "add a pack's records and units to a runs folder (never overwrites)"}),
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _top_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="featlab", description="Reproduce and check feature-learning theory papers.")
     p.add_argument("--version", action="version", version=f"featlab {__version__}")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    for module in COMMANDS:
-        module.register(sub)
     return p
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The whole parser: every command module imported and registered."""
+    p = _top_parser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name, _ in COMMANDS:
+        importlib.import_module(f"{__name__}.{name}").register(sub)
+    return p
+
+
+def overview_parser() -> argparse.ArgumentParser:
+    """``featlab --help`` / ``--version`` / no command: the commands and their help, nothing imported."""
+    p = _top_parser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for _, commands in COMMANDS:
+        for command, text in commands.items():
+            sub.add_parser(command, help=text, add_help=False)
+    return p
+
+
+def _names_a_command(argv: list[str]) -> bool:
+    """The first word that is not an option is a command: only then is the whole parser (and torch) needed."""
+    first = next((w for w in argv if not w.startswith("-")), None)
+    return any(first in commands for _, commands in COMMANDS)
+
+
 def _dispatch(argv: list[str] | None) -> int:
+    words = sys.argv[1:] if argv is None else list(argv)
+    if not _names_a_command(words):
+        overview_parser().parse_args(words)  # prints help or the version, or the one-line usage error; exits
+    from ..cpus import fit_torch_threads  # torch: only for a command that runs
+
+    fit_torch_threads()  # torch counts the machine's cores: no more threads than this process may use
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)  # key=value may come after options
     trailing = getattr(args, "trailing", None)
@@ -82,12 +129,13 @@ def _sigterm_as_interrupt():
 def main(argv: list[str] | None = None) -> int:
     code = 141  # 128 + SIGPIPE, as a tool killed by a closed pipe, if the pipe closes before the outcome is known
     safe_streams()  # an ASCII-only terminal or log: δ, √, µ are spelled in ASCII instead of raising
-    fit_torch_threads()  # torch counts the machine's cores: no more threads than this process may use
     try:
         with _sigterm_as_interrupt():
             code = _dispatch(argv)
         sys.stdout.flush()  # here, not at exit: a closed pipe (`featlab list | head -1`) is then handled below
         return code
     except BrokenPipeError:  # the reader left: end quietly, no traceback, nothing more on the closed pipe
+        from ..utils import silence_stdout
+
         silence_stdout()
         return code

@@ -27,11 +27,16 @@ def dump_json(obj: Any) -> None:
 def print_run(rec: RunRecord, out: TextIO | None = None) -> None:
     out = out or sys.stdout
     if rec.skipped:
-        print("(an identical complete run exists; not retrained — use --force to retrain)", file=out)
+        print("(an identical complete run exists, every file matching its hash; not retrained — use --force to "
+              "retrain)", file=out)
     print(run_report(rec.summary, str(rec.dir)), file=out)
 
 
 def warn_other_version(rec: RunRecord) -> None:
+    """The notes a reader prints under a run: made by another featlab version; no content hashes to check."""
+    if not rec.verified:
+        print(f"featlab: note: {rec.dir} is {rec.integrity}: made before featlab recorded content hashes, its files "
+              f"could not be checked; the next 'featlab run' of its config redoes it", file=sys.stderr)
     if made := rec.made_by:
         print(f"featlab: warning: this run was made by featlab {made}, not this version; "
               f"`featlab run {rec.experiment} --force` redoes it", file=sys.stderr)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, RunRecordError
 from ..report.tables import run_report
 from ..runs.compare import compare
-from ..runs.index import find_runs, index_rows, resolve
+from ..runs.index import Runs, find_runs, index_rows, resolve
+from ..runs.integrity import UNVERIFIED
 from ..runs.record import RunRecord
 from ..text import fmt_value, table
 from .options import dump_json, warn_other_version
@@ -28,6 +30,9 @@ def register(sub) -> None:
                        "claims held, date, elapsed")
     r.add_argument("root", nargs="?", default="runs", metavar="OUT", help="output folder (default ./runs)")
     r.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    r.add_argument("--verify", action="store_true", help="check every run's files against the hashes in its "
+                   "summary.json: one line per run (verified, unverified: no hashes, damaged or unreadable); exit 2 "
+                   "when any run is damaged or unreadable")
     r.set_defaults(handler=cmd_runs)
 
     m = sub.add_parser("compare", help="two runs: config diff, metric deltas, claims that changed verdict")
@@ -48,7 +53,7 @@ def _note(text: str) -> None:
 def cmd_show(a: argparse.Namespace) -> int:
     rec = resolve(a.run_dir, a.out, any_run=a.any_run, warn=_note)
     if a.json:
-        dump_json({"dir": str(rec.dir), **rec.summary})
+        dump_json({"dir": str(rec.dir), "integrity": rec.integrity, **rec.summary})
         return 0
     print(run_report(rec.summary, str(rec.dir)))
     warn_other_version(rec)
@@ -56,7 +61,12 @@ def cmd_show(a: argparse.Namespace) -> int:
 
 
 def cmd_runs(a: argparse.Namespace) -> int:
+    if not Path(a.root).is_dir():
+        raise RunRecordError(f"no runs folder {str(a.root)!r}; pass the OUT of 'featlab run/reproduce' "
+                             f"(default ./runs)")
     runs = find_runs(a.root)
+    if a.verify:
+        return _verify(runs, a.json)
     rows = index_rows(runs)
     if a.json:
         dump_json({"out": str(a.root), "runs": rows, "unreadable": [{"dir": d, "why": w} for d, w in runs.problems]})
@@ -75,6 +85,25 @@ def cmd_runs(a: argparse.Namespace) -> int:
     for _, why in runs.problems:
         print(f"featlab: note: {why}", file=sys.stderr)
     return 0
+
+
+def _verify(runs: Runs, as_json: bool) -> int:
+    """``featlab runs --verify OUT``: each run's integrity, one line each; exit 2 when any is damaged/unreadable."""
+    rows = [{"dir": str(r.dir), "integrity": r.integrity} for r in runs.records]
+    rows += [{"dir": d, "integrity": "damaged" if "is damaged:" in why else "unreadable", "why": why}
+             for d, why in runs.problems]
+    rows.sort(key=lambda r: r["dir"])
+    bad = sum(r["integrity"] in ("damaged", "unreadable") for r in rows)
+    if as_json:
+        dump_json({"out": str(runs.out), "runs": rows, "damaged_or_unreadable": bad})
+    else:
+        for r in rows:
+            print(f"{r['integrity']:22s} {r['dir']}" + (f": {' '.join(r['why'].split())}" if "why" in r else ""))
+        old = sum(r["integrity"] == UNVERIFIED for r in rows)
+        print(f"{len(rows)} run{'s' if len(rows) != 1 else ''} under {runs.out}: {len(rows) - bad - old} verified, "
+              f"{old} unverified (no hashes), {bad} damaged or unreadable"
+              + (" (each is redone on the next 'featlab run' of its config)" if bad else ""))
+    return 2 if bad else 0
 
 
 def _verdict(v: str | None, measured, iv) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,13 @@ def cmd_report(a: argparse.Namespace) -> int:
     html = Path(a.out) if a.out else root / "report.html"
     _check_report_destinations(a, html)
     report = build(root, _check_paper(a.paper), all_runs=a.all)
+    if not any(ev.runs for pv in report.papers for ev in pv.experiments):
+        raise RunRecordError(f"no readable run under {str(root)!r}" + (f" for paper {a.paper}" if a.paper else "")
+                             + (f" ({len(report.problems)} unreadable or damaged: 'featlab runs --verify {root}' "
+                                f"names them)" if report.problems else "; run 'featlab run ID --out "
+                                f"{root}' or 'featlab reproduce --out {root}' first"))
+    for _, why in report.problems:
+        print(f"featlab: note: {' '.join(why.split())}", file=sys.stderr)
     paths = write_report(report, html)
     for pv in report.papers:
         print(f"{pv.title}: {pv.counts_text()}")

@@ -22,6 +22,7 @@ from .._version import __version__
 from ..errors import FeatlabError, RunRecordError
 from ..utils import json_loads
 from .discrimination import annotate
+from .integrity import FILES, UNVERIFIED, VERIFIED, damage
 from .registry import get_experiment
 from .uncertainty import STATUSES
 from .verdict import (  # noqa: F401  the one count, read by every command through this module too
@@ -74,6 +75,7 @@ class RunRecord:
     dir: Path
     summary: dict[str, Any]
     skipped: bool = False  # True when an identical complete run was found and nothing was trained
+    integrity: str = VERIFIED  # every file matched its hash in summary.json; UNVERIFIED: an old record, no hashes
     _metrics: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -148,9 +150,19 @@ class RunRecord:
         """The tidy metrics table: seed, step, metric, value."""
         if self._metrics is None:
             f = self.dir / METRICS
-            self._metrics = pd.read_parquet(f) if f.exists() else pd.DataFrame(
-                columns=["seed", "step", "metric", "value"])
+            try:
+                self._metrics = pd.read_parquet(f) if f.exists() else pd.DataFrame(
+                    columns=["seed", "step", "metric", "value"])
+            except Exception as e:  # an unverified (old) record's damaged table: one line, never pyarrow's error
+                raise RunRecordError(f"{str(f)!r} cannot be read ({type(e).__name__}): the record is damaged; "
+                                     f"it is redone on the next run of its config, or delete that folder") from None
         return self._metrics
+
+    @property
+    def verified(self) -> bool:
+        """Every file of the record matched the hash its summary.json carries (False: an old record without
+        hashes, read but never reused)."""
+        return self.integrity == VERIFIED
 
     def metric(self, name: str) -> float:
         return self.summary["metrics"][name]
@@ -272,4 +284,10 @@ def read_run(run_dir: str | Path) -> RunRecord:
     problem = summary_problem(summary)
     if problem:
         raise RunRecordError(f"{str(f)!r} {problem}; {fix}")
+    if FILES not in summary:
+        return RunRecord(run_dir, summary, integrity=UNVERIFIED)
+    why = damage(run_dir, summary[FILES])
+    if why:
+        raise RunRecordError(f"{str(run_dir)!r} is damaged: {why}; it is redone on the next 'featlab run' of its "
+                             f"config (or delete that folder)")
     return RunRecord(run_dir, summary)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -26,7 +27,9 @@ except ImportError:  # pragma: no cover - Windows
 import pandas as pd
 
 from ..errors import RunRecordError
+from ..text import safe_print
 from ..utils import atomic_write, json_dumps
+from .integrity import FILES, content_hashes
 from .record import CONFIG, METRICS, SUMMARY, RunRecord, load_run
 
 
@@ -94,13 +97,19 @@ class RunWriter:
         return run_lock(self.lock_file, on_wait)
 
     def existing(self) -> RunRecord | None:
-        """The complete run already at the final place, if any (an unreadable one counts as unfinished)."""
+        """The complete run already at the final place, if any: an unreadable or damaged one (a file that does not
+        match its hash) counts as unfinished, and so does one without hashes (never trusted unchecked)."""
         if (self.final / SUMMARY).is_file():
             try:
                 rec = load_run(self.final)
-            except RunRecordError:
+            except RunRecordError as e:
+                if "is damaged:" in str(e):
+                    safe_print(f"featlab: note: {' '.join(str(e).split())}", file=sys.stderr)
                 return None
-            return rec if rec.ok else None
+            if rec.ok and not rec.verified:
+                safe_print(f"featlab: note: {str(self.final)!r} is {rec.integrity} (made before featlab recorded "
+                           f"content hashes): redone, not reused", file=sys.stderr)
+            return rec if rec.ok and rec.verified else None
         return None
 
     def recover(self) -> None:
@@ -126,6 +135,7 @@ class RunWriter:
         frame.to_parquet(self.stage / METRICS, index=False)
 
     def publish(self, summary: dict[str, Any]) -> RunRecord:
+        summary = {**summary, FILES: content_hashes(self.stage, SUMMARY)}  # the content, checked by every reader
         atomic_write(self.stage / SUMMARY, json_dumps(summary, indent=2, default=_json_default))  # no bare NaN
         old = None
         if self.final.exists():  # --force, or an unfinished/unreadable folder: keep it until swapped
