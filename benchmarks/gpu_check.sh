@@ -13,7 +13,13 @@
 # FashionMNIST under FEATLAB_DATA, the estimate of Table 1's FashionMNIST row (mm-spurious-fmnist --preset paper)
 # and a 2-epoch run of it against its own estimate; mm-multiview quick on CUDA; `featlab reproduce all` on CUDA at
 # its defaults, its runs packed in OUT/runs.tgz to compare, where the check was prepared, against a CPU run of the
-# same code: `python benchmarks/compare_runs.py CPU_RUNS CUDA_RUNS --table` (every verdict equal?). The CPU-vs-CUDA
+# same code: `python benchmarks/compare_runs.py CPU_RUNS CUDA_RUNS --table` (every verdict equal?). With PAPER_RUN
+# (default mm-spurious-fmnist when FEATLAB_DATA is given; PAPER_RUN= turns it off) the check instead spends the rest
+# of its budget advancing that experiment's resumable paper run (featlab run --budget, --workers chosen from the
+# benchmark's pN rows unless WORKERS is set), resumed from PACK_IN (a pack an earlier call left) and packed again in
+# OUT/paper-pack.tgz: each lent call brings the row closer; `featlab unpack OUT/paper-pack.tgz runs` here, then
+# `featlab run mm-spurious-fmnist --preset paper device=cuda` reads the finished record once every unit is done.
+# GPU_TESTS=0 skips the GPU tests; PYTEST_K selects some; BENCH_PAIRS=0 skips the all-pairs benchmark. The CPU-vs-CUDA
 # comparison at full precision on both (autocast=off, the same arithmetic) is `featlab reproduce all device=cpu`
 # beside `device=cuda autocast=off`, compared the same way. Exit status: 0 when the GPU tests pass.
 set -uo pipefail
@@ -76,22 +82,47 @@ gate() {  # gate NAME SECONDS: run the phase only if that much of the budget is 
 }
 
 # 2. the GPU tests
-if gate "pytest -m gpu" 120; then
-  timeout 150 $PY -m pytest -q -p no:cacheprovider -m "gpu and not network" -o addopts="" -n 6 --dist loadscope \
-    tests 2>&1 | tee "$OUT/pytest-gpu.log" | tail -5
+if [[ "${GPU_TESTS:-1}" != 0 ]] && gate "pytest -m gpu" "${PYTEST_GATE:-120}"; then
+  timeout "${PYTEST_TIMEOUT:-150}" $PY -m pytest -q -p no:cacheprovider -m "gpu and not network" -o addopts="" -n 6 \
+    --dist loadscope ${PYTEST_K:+-k "$PYTEST_K"} tests 2>&1 | tee "$OUT/pytest-gpu.log" | tail -5
   gpu_tests=${PIPESTATUS[0]}
 else gpu_tests=skipped; fi
 
 # 3. speed: ResNet-18 on the papers' shapes per configuration; the all-pairs step at quick's N and 10x it
-gate "bench_images" 200 && timeout "${BENCH_TIMEOUT:-150}" $PY benchmarks/bench_images.py --shapes \
-  --configs "${BENCH_CONFIGS:-bf16+cl,bf16+cl+spur,bf16+cl+host}" \
+gate "bench_images" "${BENCH_GATE:-200}" && timeout "${BENCH_TIMEOUT:-150}" $PY benchmarks/bench_images.py --shapes \
+  --configs "${BENCH_CONFIGS:-bf16+cl,bf16+cl+spur,bf16+cl+host,bf16+cl+spur+p2,bf16+cl+spur+p4}" ${BENCH_ARGS:-} \
   --json "$OUT/bench_images.json" 2>&1 | grep -v '^\s*$' | tee "$OUT/bench_images.md"
-gate "bench_pairs" 150 && timeout 60 $PY benchmarks/bench_pairs.py --N 100,1000 --chunk 16384,262144 \
+[[ "${BENCH_PAIRS:-1}" != 0 ]] && gate "bench_pairs" 150 && timeout 60 $PY benchmarks/bench_pairs.py --N 100,1000 --chunk 16384,262144 \
   --json "$OUT/bench_pairs.json" 2>&1 | tee "$OUT/bench_pairs.log"
+
+# 3b. the resumable paper run: the rest of the budget advances it (whole units only), its pack left in OUT
+PAPER_RUN=${PAPER_RUN-${FEATLAB_DATA:+mm-spurious-fmnist}}
+if [[ -n "$PAPER_RUN" ]]; then
+  PAPER_OUT=${PAPER_OUT:-/tmp/featlab-paper-runs}  # outside OUT: a warm machine's next call finds it as it was
+  mkdir -p "$PAPER_OUT"
+  [[ -n "${PACK_IN:-}" ]] && "${FEATLAB[@]}" unpack "$PACK_IN" "$PAPER_OUT" 2>&1 | tee -a "$OUT/paper.log"
+  workers=${WORKERS:-$($PY benchmarks/choose_workers.py "$OUT/bench_images.json" "$(( $(left) - 60 ))")}
+  echo "gpu_check: $PAPER_RUN --preset paper, $workers worker(s), budget $(( $(left) - 60 )) s" | tee -a "$OUT/paper.log"
+  timeout $(( $(left) - 20 )) "${FEATLAB[@]}" run "$PAPER_RUN" --preset paper --out "$PAPER_OUT" device=cuda \
+    --budget "$(( $(left) - 60 ))s" --workers "$workers" >>"$OUT/paper.log" 2>&1
+  echo "gpu_check: $PAPER_RUN paper run: exit $? (0: complete, 3: units left) after $(( $(date +%s) - t0 )) s" \
+    | tee -a "$OUT/paper.log"
+  "${FEATLAB[@]}" pack "$PAPER_OUT" "$OUT/paper-pack.tgz" 2>&1 | tee -a "$OUT/paper.log"
+  $PY - "$PAPER_OUT" <<'PYEOF' 2>&1 | tee -a "$OUT/paper.log"
+import json, pathlib, sys
+for f in sorted(pathlib.Path(sys.argv[1]).rglob(".units/*/*.json")):
+    u = json.loads(f.read_text())
+    h = u["results"]["fit"]["history"] if u["results"].get("fit") else []
+    ips = sorted(r["images_per_s"] for r in h)
+    print(f"  unit {u['unit']}: {u['elapsed_s']:.0f} s, final test error {u['results']['curve'][-1]:.4f}, "
+          f"images/s median {ips[len(ips) // 2] if ips else 0:,.0f}")
+PYEOF
+  SKIP_QUICK=1
+fi
 
 # 4. Table 1's FashionMNIST row on real data: the paper preset's estimate, and a 2-epoch run of every method
 #    (its measured epochs against its own estimate)
-if [[ -n "${FEATLAB_DATA:-}" ]] && gate "mm-spurious-fmnist paper" 200; then
+if [[ -z "${SKIP_QUICK:-}" && -n "${FEATLAB_DATA:-}" ]] && gate "mm-spurious-fmnist paper" 200; then
   timeout 90 $PY benchmarks/estimate_vs_run.py mm-spurious-fmnist --preset paper device=cuda --estimate-only \
     --json "$OUT/estimates.jsonl" 2>&1 | tail -2 | tee -a "$OUT/estimates.log"
   timeout 90 $PY benchmarks/estimate_vs_run.py mm-spurious-fmnist --preset paper device=cuda seeds=1 epochs=2 \
@@ -107,7 +138,7 @@ PYEOF
 fi
 
 # 5. mm-multiview quick alone on CUDA (the 2-core CPU's time is measured where the check is prepared)
-if gate "mm-multiview on cuda" 100; then
+if [[ -z "${SKIP_QUICK:-}" ]] && gate "mm-multiview on cuda" 100; then
   s=$(date +%s)
   timeout "${MM_TIMEOUT:-90}" "${FEATLAB[@]}" run mm-multiview --out "$OUT/cuda" device=cuda >"$OUT/mm-cuda.log" 2>&1
   echo "mm-multiview quick alone on cuda: exit $?, $(( $(date +%s) - s )) s" | tee -a "$OUT/mm-multiview.log"
@@ -117,14 +148,15 @@ fi
 #    in the time left (reusing those runs); compared where the check was prepared against a CPU run of the same code
 #    (benchmarks/compare_runs.py --table)
 for exp in mm-spurious-digits fa-resnet-digits; do
+  [[ -n "${SKIP_QUICK:-}" ]] && break
   gate "$exp on cuda" 90 && timeout $(( $(left) - 10 )) "${FEATLAB[@]}" run $exp --out "$OUT/cuda" device=cuda >"$OUT/$exp-cuda.log" 2>&1
   echo "$exp quick on cuda: exit $?" | tee -a "$OUT/reproduce-cuda.log"
 done
-if gate "reproduce all on cuda" 60; then
+if [[ -z "${SKIP_QUICK:-}" ]] && gate "reproduce all on cuda" 60; then
   timeout $(( $(left) - 15 )) "${FEATLAB[@]}" reproduce all --out "$OUT/cuda" device=cuda >>"$OUT/reproduce-cuda.log" 2>&1
   echo "reproduce all device=cuda: exit $? after $(( $(date +%s) - t0 )) s of the check" | tee -a "$OUT/reproduce-cuda.log"
 fi
-tar czf "$OUT/runs.tgz" --exclude='*.png' -C "$OUT" $(cd "$OUT" && ls -d cuda fmnist-runs 2>/dev/null) 2>/dev/null
+[[ -z "${SKIP_QUICK:-}" ]] && tar czf "$OUT/runs.tgz" --exclude='*.png' -C "$OUT" $(cd "$OUT" && ls -d cuda fmnist-runs 2>/dev/null) 2>/dev/null
 rm -rf "$OUT/cuda" "$OUT/fmnist-runs"
 
 echo

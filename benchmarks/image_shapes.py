@@ -8,8 +8,10 @@ batches and reports the second (the first pays cuDNN's autotuning and any compil
 precision (fp32 | bf16 | fp16) + ``cl`` (channels_last) + ``compile`` + ``host`` (batches built on the host by
 Midpoint Mixup's SpuriousChannels with Uniform Mixup, as mm-spurious did before issue 33) or ``spur`` (the same
 batches built on the device from images resident there, as mm-spurious does now), instead of ERM on batches indexed
-from data already on the device. FLOPs per image come from torch's FlopCounterMode on one forward+backward pass;
-the peaks are an n³ matmul in bf16 and in fp32 (TF32 off, torch's default) timed in the same process.
+from data already on the device; ``pN`` trains N copies in N processes side by side on the one device (what
+``featlab run --workers N`` does with a table's units) and reports their summed images/s. FLOPs per image come
+from torch's FlopCounterMode on one forward+backward pass; the peaks are an n³ matmul in bf16 and in fp32 (TF32
+off, torch's default) timed in the same process.
 """
 
 from __future__ import annotations
@@ -60,9 +62,31 @@ def train_flops_per_image(model, c: int, s: int, dev: torch.device) -> float:
     return fc.get_total_flops() / 8
 
 
+def _one_process(args) -> float:
+    """A process of a ``pN`` configuration: a warm-up fit (CUDA, cuDNN's autotuning), then the measured one, started
+    together with the other processes' (a barrier)."""
+    cfg, c, s, a, dev, barrier = args
+    run_config(cfg, c, s, a, dev)
+    barrier.wait()
+    return run_config(cfg, c, s, a, dev)
+
+
+def run_processes(cfg: str, procs: int, c: int, s: int, a, dev: torch.device) -> float:
+    """Images per second of ``procs`` processes training the configuration side by side on one device (featlab run
+    --workers): the sum of theirs, each timed on its second epoch after a common start."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager, ctx.Pool(procs) as pool:
+        barrier = manager.Barrier(procs)
+        return sum(pool.map(_one_process, [(cfg, c, s, a, dev, barrier)] * procs))
+
+
 def run_config(cfg: str, c: int, s: int, a, dev: torch.device) -> float:
-    """Images per second of the second epoch of ``fit`` under configuration ``cfg``."""
+    """Images per second of the second epoch of ``fit`` under configuration ``cfg`` (``+pN``: N processes)."""
     parts = cfg.split("+")
+    if procs := next((int(p[1:]) for p in parts if p[:1] == "p" and p[1:].isdigit()), 0):
+        return run_processes("+".join(p for p in parts if p != f"p{procs}"), procs, c, s, a, dev)
     n = a.steps * a.batch
     spec = FitSpec(epochs=2, batch_size=a.batch, optimizer="adam", lr=1e-3,
                    autocast={"fp32": "off", "bf16": "bf16", "fp16": "fp16"}[parts[0]],

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from ..config import parse_overrides
 from ..runs.registry import get_experiment
 from ..runs.runner import resolve_config, run
-from ..runs.units import BudgetReached, parse_budget
+from ..runs.units import WORKER_ENV, BudgetReached, parse_budget
 from ..text import fmt_value
 from .options import add_run_options, print_run
-
 
 BUDGET_EXIT = 3  # a budgeted run stopped with units left: run the same command again
 
@@ -46,7 +46,8 @@ def cmd_run(a: argparse.Namespace) -> int:
         rec = run(a.id, a.preset, out=a.out, config_file=a.config, force=a.force, budget_s=parse_budget(a.budget),
                   workers=a.workers, **overrides)
     except BudgetReached as stop:  # not an error: the kept units resume on the next call
-        print(f"featlab: {stop.message}", file=sys.stderr)
+        if WORKER_ENV not in os.environ:  # a unit worker's parent says it once
+            print(f"featlab: {stop.message}", file=sys.stderr)
         return BUDGET_EXIT
     if rec is None:  # a unit worker of another featlab run (featlab.runs.units): its parent reports
         return 0

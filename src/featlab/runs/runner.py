@@ -155,7 +155,8 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
     started = time.monotonic()  # a budget counts from here
     exp, cfg = resolve_config(experiment_id, preset, config_file, overrides, control)
     try:
-        device = preflight(exp, cfg, out, quiet=quiet, timed=budget_s is None and WORKER_ENV not in os.environ)  # every user mistake is refused here, before anything is written
+        # every user mistake is refused here, before anything is written (a budgeted run is not timed first)
+        device = preflight(exp, cfg, out, quiet=quiet, timed=budget_s is None and WORKER_ENV not in os.environ)
     except ConfigError:  # e.g. a read-only --out: a complete run of this config there is still shown (it only reads)
         if force or (done := _complete_run(exp, cfg, out)) is None:
             raise

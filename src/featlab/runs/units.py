@@ -5,8 +5,8 @@ final results are kept as soon as it finishes, and a run given a time budget sto
     featlab run mm-spurious-fmnist --preset paper --budget 9m     # the next call resumes from the kept units
     featlab pack runs row.tgz; featlab unpack row.tgz runs        # carries them to another machine
 
-* Units are ``ctx.units_of({name: compute})``: each ``compute()`` returns the unit's results as a dict of numbers, strings,
-  lists and numpy arrays (its final metrics, never a checkpoint); they are written to
+* Units are ``ctx.units_of({name: compute})``: each ``compute()`` returns the unit's results as a dict of numbers,
+  strings, lists and numpy arrays (its final metrics, never a checkpoint); they are written to
   ``OUT/<experiment>/.units/<run-id>/<name>.json`` with the run id, the featlab version, the seconds the unit took
   and a SHA-256 of the results. A later call of the same config (the same run id) reads them back instead of
   computing them, so a run resumed any number of times gives the record an uninterrupted run gives (the
