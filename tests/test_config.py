@@ -8,7 +8,7 @@ from featlab.runs.runner import resolve_config
 
 def test_overrides_parse_yaml_scalars_and_lists():
     o = parse_overrides(["k=20", "eta=1e-4", "radii=[0, 2, 4]", "centres=basis", "shared_data=true"])
-    assert o == {"k": 20, "eta": "1e-4", "radii": [0, 2, 4], "centres": "basis", "shared_data": True}
+    assert o == {"k": 20, "eta": 1e-4, "radii": [0, 2, 4], "centres": "basis", "shared_data": True}
     _, cfg = resolve_config("fa-synthetic", "quick", overrides=o)
     assert cfg.eta == pytest.approx(1e-4) and cfg.k == 20 and cfg.radius_grid() == [0.0, 2.0, 4.0]
 

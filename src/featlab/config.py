@@ -19,6 +19,7 @@ import torch
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from . import yaml_input
 from .errors import ConfigError
 
 INT64_MAX = 2**63 - 1  # what parquet, JSON readers and torch hold exactly
@@ -159,7 +160,9 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
         if not key:
             raise ConfigError(f"override {item!r} has an empty key; write key=value (e.g. seeds=8)")
         try:
-            out[key] = yaml.safe_load(raw) if raw.strip() != "" else None
+            out[key] = yaml_input.load(raw) if raw.strip() != "" else None
+        except yaml_input.YamlRefused as e:
+            raise ConfigError(f"the {key!r} value {e.reason}; {e.fix}") from None
         except yaml.YAMLError:
             out[key] = raw
         except ValueError:  # an integer of thousands of digits: Python refuses to parse it
@@ -168,41 +171,23 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, key: Any, line: int):
-        super().__init__(key, line)
-        self.key, self.line = key, line
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """safe_load that refuses a key given twice in one mapping: YAML takes the last silently, so a config that sets
-    ``lr`` twice would run with a value its author may not have meant."""
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            seen = set()
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: keys it brings may be overridden
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                if isinstance(key, typing.Hashable) and key in seen:
-                    raise _DuplicateKey(key, key_node.start_mark.line + 1)
-                if isinstance(key, typing.Hashable):
-                    seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def load_yaml(path: str | Path) -> dict[str, Any]:
+    """A config file's mapping, read with featlab's limits (:mod:`featlab.yaml_input`: size, aliases, tags, unique
+    keys); every refusal one line naming the file and the fix."""
     path = Path(path)
     if not path.is_file():
         what = "is not a regular file" if path.exists() else "does not exist"
         raise ConfigError(f"config file {str(path)!r} {what}; pass an existing YAML file to --config")
     try:
-        text = path.read_bytes().decode("utf-8")
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: safe_load, plus unique keys
-    except _DuplicateKey as e:
-        raise ConfigError(f"config file {str(path)!r} sets {str(e.key)!r} twice (line {e.line}); keep one of "
-                          f"them") from None
+        with open(path, "rb") as f:
+            raw = f.read(yaml_input.MAX_BYTES + 1)  # never more: a config is small
+        if len(raw) > yaml_input.MAX_BYTES:
+            raise yaml_input.YamlRefused(f"is larger than {yaml_input.MAX_BYTES // 2**20} MiB",
+                                         fix=yaml_input.SMALL)
+        data = yaml_input.load(raw.decode("utf-8"))
+    except yaml_input.YamlRefused as e:
+        where = f" (line {e.line})" if e.line else ""
+        raise ConfigError(f"config file {str(path)!r} {e.reason}{where}; {e.fix}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (binary?); pass a YAML text file") from None
     except OSError as e:
@@ -225,6 +210,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 def _describe(err: Mapping[str, Any]) -> str:
     msg = str(err.get("msg", "is invalid"))
     ctx = err.get("ctx") or {}
+    should = msg.startswith("Input should be ")  # pydantic's 'Input should be X': featlab's 'must be X'
     for prefix in ("Input should be ", "Value error, "):
         if msg.startswith(prefix):
             msg = msg[len(prefix):]
@@ -236,7 +222,7 @@ def _describe(err: Mapping[str, Any]) -> str:
         return "must be a finite number (not inf or nan)"
     if err.get("type") == "literal_error":
         return f"must be {msg}"
-    if err.get("type", "").endswith("_parsing") or err.get("type", "").endswith("_type"):
+    if should or err.get("type", "").endswith("_parsing") or err.get("type", "").endswith("_type"):
         return f"must be {msg}"
     return msg
 

@@ -9,6 +9,7 @@ Commands that take ``key=value`` words (run, reproduce, sweep) name the argument
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import signal
 import sys
@@ -94,9 +95,31 @@ def _dispatch(argv: list[str] | None) -> int:
     except FeatlabError as e:
         print(f"featlab: error: {' '.join(str(e).split())}", file=sys.stderr)  # one line, whatever the message
         return 2
+    except OSError as e:
+        if e.errno not in PATH_ERRORS or e.filename is None:
+            raise  # not about a path the user gave: a bug, with its traceback
+        print(f"featlab: error: {path_error(e)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (a scheduler, `kill`): the same line, its own exit code
         print("featlab: interrupted; completed runs are kept, the unfinished one will be redone", file=sys.stderr)
         return 128 + (e.signum if isinstance(e, Terminated) else signal.SIGINT)
+
+
+# the OS refusing a path the user gave (a 300-character folder name, a symlink loop, a file where a folder goes, no
+# permission, a full or read-only disk): one line on every command, never a traceback
+PATH_ERRORS = {errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.ENOSPC,
+               errno.EROFS, errno.EDQUOT}
+
+
+def path_error(e: OSError) -> str:
+    """'cannot use path '/a/…/b' (File name too long): pass a shorter path …' for an OSError about a path."""
+    name = str(e.filename)
+    shown = repr(name) if len(name) <= 120 else f"{repr(name[:60] + '…' + name[-50:])} ({len(name)} characters)"
+    fix = {errno.ENAMETOOLONG: "pass a shorter path (each folder name at most 255 bytes)",
+           errno.ELOOP: "the path goes through a symbolic link loop; fix the link or pass another path",
+           errno.ENOSPC: "free some space or pass a path on another disk",
+           errno.EDQUOT: "free some space or pass a path on another disk"}.get(e.errno, "pass another path")
+    return f"cannot use the path {shown}: {e.strerror or e}; {fix}"
 
 
 class Terminated(KeyboardInterrupt):
