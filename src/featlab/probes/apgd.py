@@ -169,16 +169,21 @@ def apgd_targeted(logits: Logits, positive: torch.Tensor, x: torch.Tensor, y: to
                   eps: float | torch.Tensor, *, n_targets: int = 3, steps: int = 100, random_start: bool = True,
                   event_dims: int = 1, clip: tuple[float, float] | None = None,
                   generator: torch.Generator | None = None, momentum: float = 0.75,
-                  rho: float = 0.75) -> tuple[torch.Tensor, torch.Tensor]:
+                  rho: float = 0.75, loss: str = "margin") -> tuple[torch.Tensor, torch.Tensor]:
     """APGD-T in ℓ2 for the binary read-out of a k-class model: one APGD run per target, maximising the targeted
     margin f_t − LSE_{own group}(f) for t the i-th most likely class of the other group at x (i < ``n_targets``).
+    ``loss="dlr"``: that margin divided by π_1 − (π_3 + π_4)/2 (the sorted logits: the targeted DLR loss, Croce &
+    Hein 2020, eq. 7, invariant to the logits' scale); with fewer than 4 classes the plain margin.
 
     ``logits``: x → (…, n, k); ``positive``: J+ as a (k,) bool mask (y = +1 ⇔ the class lies in J+). Success is
     sgn(LSE_{J+} − LSE_{J−}) ≠ y (the binary prediction, sgn 0 = −1). Returns ``(x_adv, fooled)``.
     """
+    if loss not in ("margin", "dlr"):
+        raise ValueError(f"the 'loss' parameter of apgd_targeted must be 'margin' or 'dlr'; got {loss!r} instead")
     y = y.to(x.dtype)
     positive = positive.to(device=x.device, dtype=torch.bool)
     neg_inf = torch.finfo(x.dtype).min
+    dlr = loss == "dlr" and positive.numel() >= 4
     with torch.no_grad():
         f0 = logits(x).to(x.dtype)
         own = torch.where((y > 0)[..., None], positive, ~positive)  # (…, n, k): the classes of the point's group
@@ -193,6 +198,9 @@ def apgd_targeted(logits: Logits, positive: torch.Tensor, x: torch.Tensor, y: to
         def loss_fn(z, t=t):
             f = logits(z).to(x.dtype)
             m = f.gather(-1, t)[..., 0] - f.masked_fill(~own, neg_inf).logsumexp(-1)
+            if dlr:
+                top = f.topk(4, dim=-1).values
+                m = m / (top[..., 0] - (top[..., 2] + top[..., 3]) / 2).clamp_min(1e-12)
             s = group_logits(f, positive).diff(dim=-1)[..., 0]
             return m, ~correct(s, y)
 

@@ -1,4 +1,5 @@
-"""An AutoAttack-grade ℓ2 ensemble for images (or vectors): APGD-CE, APGD-T, DDN, Square; worst case per point.
+"""An AutoAttack-grade ℓ2 ensemble for images (or vectors): APGD-CE, APGD-T, the minimum-norm attacks (DDN, FMN,
+ALMA: probes/min_norm.py), Square; worst case per point.
 
 Every attack is run on its own survivors (points it has not yet broken at a smaller radius), so each attack has a
 complete, monotone mask over the radii — what the masking indicator compares — and the worst case is their AND.
@@ -23,13 +24,16 @@ import torch
 
 from ..placement import to_host, to_numpy
 from .apgd import Logits, apgd_l2, apgd_targeted
-from .min_norm import ddn_l2
+from .min_norm import alma_l2, ddn_l2, fmn_l2
 from .passes import PassCounter
-from .robustness import Score, _norm, correct, pgd_l2, worst_case
+from .robustness import Score, _norm, correct, pgd_l2, random_in_ball, worst_case
 from .square import square_l2
 
 ATTACKS = ("apgd-ce", "apgd-t", "ddn", "square")
-KNOWN = ("pgd", *ATTACKS)  # "pgd": margin PGD with a fixed step (Madry et al.), the cheap first stage of a cascade
+MIN_NORM = ("ddn", "fmn", "alma")  # minimum-norm attacks: one distance per point, every radius at once
+# "pgd": margin PGD with a fixed step (Madry et al.), a cascade's cheap stage; "apgd-dlr": APGD with the targeted
+# DLR loss against every class of the other group (the convergence check's other family)
+KNOWN = ("pgd", *ATTACKS, "fmn", "alma", "apgd-dlr")
 GRADIENT_FREE = ("square",)
 
 
@@ -39,7 +43,9 @@ class AttackBudget:
     ``KNOWN`` ("pgd" is not run unless named); APGD-T runs only when fine logits are given (on a binary score it
     is APGD on the margin). ``large_radius``: the radius of the "a large ε reaches 0 %" check (None: the pixel
     box's diameter with ``clip``, else 10·max r; 0 skips it). ``pgd_steps`` steps of ``pgd_step_factor``·ε/steps
-    and ``pgd_restarts`` restarts for "pgd"."""
+    and ``pgd_restarts`` restarts for "pgd". ``fmn_steps``/``alma_steps``: FMN's and ALMA's iterations per start,
+    ``min_norm_starts`` their starts (the first from x, the others from random points of the ball of radius
+    max r/2)."""
 
     steps: int = 100
     restarts: int = 1
@@ -52,22 +58,27 @@ class AttackBudget:
     pgd_steps: int = 20
     pgd_step_factor: float = 2.5
     pgd_restarts: int = 1
+    fmn_steps: int = 100
+    alma_steps: int = 100
+    min_norm_starts: int = 1
 
     def __post_init__(self):
         bad = [a for a in self.attacks if a not in KNOWN]
         if bad:
             raise ValueError(f"the 'attacks' parameter of AttackBudget must name attacks among {list(KNOWN)}; "
                              f"got {bad!r} instead")
-        for name in ("steps", "restarts", "n_targets", "queries", "ddn_steps", "pgd_steps", "pgd_restarts"):
+        for name in ("steps", "restarts", "n_targets", "queries", "ddn_steps", "pgd_steps", "pgd_restarts",
+                     "fmn_steps", "alma_steps", "min_norm_starts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"the {name!r} parameter of AttackBudget must be an int >= 1; got "
                                  f"{getattr(self, name)!r} instead")
 
     def stronger(self, factor: int = 2) -> AttackBudget:
-        """The convergence check's budget: ``factor``× the steps, restarts and queries."""
+        """The convergence check's budget: ``factor``× the steps, restarts, starts and queries."""
         return AttackBudget(self.steps * factor, self.restarts * factor, self.n_targets, self.queries * factor,
                             self.p_init, self.ddn_steps * factor, self.attacks, self.large_radius,
-                            self.pgd_steps * factor, self.pgd_step_factor, self.pgd_restarts * factor)
+                            self.pgd_steps * factor, self.pgd_step_factor, self.pgd_restarts * factor,
+                            self.fmn_steps * factor, self.alma_steps * factor, self.min_norm_starts * factor)
 
 
 @dataclass
@@ -79,14 +90,14 @@ class EnsembleResult:
     masks: dict[str, torch.Tensor]
     worst: torch.Tensor
     break_radius: dict[str, torch.Tensor]  # smallest radius of the grid at which the attack broke the point (inf)
-    distance: torch.Tensor | None  # DDN's minimum-norm distance per point (inf: none found)
+    distance: torch.Tensor | None  # the minimum-norm attacks' smallest distance per point (inf: none found)
     zero_grad: torch.Tensor  # the score's gradient is exactly zero at x (clean-correct points only)
     unverified: dict[str, int] = field(default_factory=dict)
     acc_large: float | None = None
     large_radius: float | None = None
     cascade: bool = False  # masks are cumulative: each the worst case of the attacks up to it
     passes: PassCounter = field(default_factory=PassCounter)  # point-passes per attack ("clean", "large" apart)
-    closest: torch.Tensor | None = None  # DDN's closest adversarial point per point (x where it found none)
+    closest: torch.Tensor | None = None  # the closest adversarial point found per point (x where none was)
 
     def curves(self) -> dict[str, torch.Tensor]:
         """Robust accuracy per attack and ``"worst"``: the mean over points, (R,) or (R, E)."""
@@ -96,7 +107,8 @@ class EnsembleResult:
 
     def attribution(self) -> pd.DataFrame:
         """One row per point: replica, point, clean-correct, the radius at which each attack broke it, which attack
-        broke it first (smallest radius; "" if none, "clean" if misclassified at x) and DDN's distance."""
+        broke it first (smallest radius; "" if none, "clean" if misclassified at x) and the minimum-norm attacks'
+        smallest distance."""
         clean = self.clean if self.clean.dim() == 2 else self.clean[None]
         E, n = clean.shape
         cols: dict[str, object] = {"replica": np.arange(E).repeat(n), "point": np.tile(np.arange(n), E),
@@ -111,7 +123,7 @@ class EnsembleResult:
             first = [names[int(a)] if math.isfinite(float(r)) else "" for r, a in zip(rmin, arg)]
         cols["broken_by"] = ["clean" if not c else f for c, f in zip(clean.reshape(-1).tolist(), first)]
         if self.distance is not None:
-            cols["ddn_distance"] = to_numpy(self.distance.reshape(-1).double())
+            cols["min_norm_distance"] = to_numpy(self.distance.reshape(-1).double())
         return pd.DataFrame(cols)
 
 
@@ -215,13 +227,18 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
     for name in budget.attacks:
         counter.label = name
         b_r = torch.full(clean.shape, math.inf, dtype=torch.float64, device=clean.device)  # its own breaks
-        if name == "ddn":
+        if name in MIN_NORM:
             if r_max <= 0:
                 continue
-            distance, unver[name], closest = _ddn(f, xr, yr, clean, chunks, budget, r_max, event_dims, clip)
+            d_own, unver[name], c_own = _min_norm(name, f, xr, yr, clean, chunks, budget, r_max, event_dims, clip,
+                                                  generator)
+            closer = d_own < distance if distance is not None else torch.ones_like(clean)
+            distance = torch.where(closer, d_own, distance) if distance is not None else d_own
+            closest = c_own if closest is None else torch.where(
+                closer.reshape(*closer.shape, *(1,) * event_dims), c_own, closest)
             per_r = {}
             for r in grid:
-                alive = (base[r] if cascade else clean) & ~(distance <= r)
+                alive = (base[r] if cascade else clean) & ~(d_own <= r)
                 b_r = torch.where(torch.isinf(b_r) & (base[r] if cascade else clean) & ~alive, r, b_r)
                 per_r[r] = alive
         elif name in runners and frontier and (masks or start is not None):
@@ -317,16 +334,48 @@ def _runners(budget: AttackBudget, f, lg, positive, event_dims: int, clip, gener
         runners["apgd-t"] = lambda xs, ys, r: apgd_targeted(lg, positive, xs, ys, r, n_targets=b.n_targets,
                                                             steps=b.steps, event_dims=event_dims, clip=clip,
                                                             generator=generator)
+        runners["apgd-dlr"] = lambda xs, ys, r: apgd_targeted(lg, positive, xs, ys, r, n_targets=len(positive),
+                                                              steps=b.steps, event_dims=event_dims, clip=clip,
+                                                              generator=generator, loss="dlr")
     return runners
 
 
-def _ddn(f, xr, yr, clean, chunks, budget: AttackBudget, r_max: float, event_dims: int,
-         clip) -> tuple[torch.Tensor, int, torch.Tensor]:
-    """DDN's verified distance per point (inf: none found within ``r_max``; 0 where misclassified at x), the
-    count of its points that failed re-verification, and its closest adversarial points (x where none)."""
-    runs = [ddn_l2(f, xr[:, c], yr[:, c], steps=budget.ddn_steps, max_norm=r_max, alpha=r_max,
-                   init_norm=r_max / 2, event_dims=event_dims, clip=clip) for c in chunks]
-    x_adv, dist = torch.cat([a for a, _ in runs], 1), torch.cat([d for _, d in runs], 1)
+def _min_norm_run(name: str, f, x, y, budget: AttackBudget, r_max: float, event_dims: int, clip, start):
+    """One start of a minimum-norm attack on a chunk: (x_adv, dist). DDN (deterministic) ignores ``start``."""
+    kw = dict(event_dims=event_dims, clip=clip)
+    if name == "ddn":
+        return ddn_l2(f, x, y, steps=budget.ddn_steps, max_norm=r_max, alpha=r_max, init_norm=r_max / 2, **kw)
+    if name == "fmn":  # FMN's α_init = 1 on [0, 1] images (Pintor et al.): here the grid's largest radius
+        return fmn_l2(f, x, y, steps=budget.fmn_steps, alpha=r_max, max_norm=2 * r_max, start=start, **kw)
+    # ALMA's ε (the first step's length): a fifth of the grid's largest radius [our choice; measured on the tests'
+    # tiny net, it converges fastest between a tenth and a half]
+    return alma_l2(f, x, y, steps=budget.alma_steps, init_dist=r_max / 5, start=start, **kw)
+
+
+def _min_norm(name: str, f, xr, yr, clean, chunks, budget: AttackBudget, r_max: float, event_dims: int, clip,
+              generator) -> tuple[torch.Tensor, int, torch.Tensor]:
+    """A minimum-norm attack's verified distance per point (inf: none found; 0 where misclassified at x), the best
+    over its starts (FMN, ALMA: ``budget.min_norm_starts``, the first from x, the others from a random point of
+    the ball of radius r_max/2; DDN: one), the count of its points that failed re-verification, and its closest
+    adversarial points (x where none)."""
+    starts = 1 if name == "ddn" else budget.min_norm_starts
+    x_adv, dist = xr.clone(), torch.full(yr.shape, math.inf, dtype=xr.dtype, device=xr.device)
+    for i in range(starts):
+        half = torch.tensor(r_max / 2, dtype=xr.dtype, device=xr.device)
+        st = None if i == 0 else xr + random_in_ball(xr.shape, half, event_dims, generator, xr.dtype)
+        runs = [_min_norm_run(name, f, xr[:, c], yr[:, c], budget, r_max, event_dims, clip,
+                              None if st is None else st[:, c]) for c in chunks]
+        xa, d = torch.cat([a for a, _ in runs], 1), torch.cat([d for _, d in runs], 1)
+        better = d < dist
+        dist = torch.where(better, d, dist)
+        x_adv = torch.where(better.reshape(*better.shape, *(1,) * event_dims), xa, x_adv)
+    return _verified_distance(f, xr, yr, clean, chunks, x_adv, dist, event_dims, clip)
+
+
+def _verified_distance(f, xr, yr, clean, chunks, x_adv, dist, event_dims: int,
+                       clip) -> tuple[torch.Tensor, int, torch.Tensor]:
+    """Re-verify each point's adversarial point (fresh forward pass, in the box): (distance, unverified count,
+    closest points), inf / x where it failed, 0 where x is misclassified."""
     ok = torch.cat([_verify(f, xr[:, c], x_adv[:, c], yr[:, c], math.inf, event_dims, clip) for c in chunks], 1)
     found = clean & torch.isfinite(dist)
     keep = (found & ok).reshape(*ok.shape, *(1,) * event_dims)

@@ -14,7 +14,9 @@ Checks (each ``{"ok": bool, "value": ..., "detail": str}``):
                      whose masks are cumulative: Square adds at most ``tol`` to what the gradient attacks broke);
 * ``convergence``    a stronger budget (``strong``: more steps, restarts, queries) lowers the worst case by at
                      most ``tol`` at every radius (skipped without ``strong``; ``strong`` may be run with
-                     ``start=result.worst``, on what the result left only: then it measures what it adds).
+                     ``start=result.worst``, on what the result left only: then it measures what it adds);
+* ``family``         an attack family the schedule did not use moved no point at a transition radius (skipped
+                     without ``family``: the record of probes/family_check.py).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def _check(ok: bool, value, detail: str) -> dict:
 
 def attack_indicators(result: EnsembleResult, *, strong: EnsembleResult | None = None,
                       extra_masks: dict[str, torch.Tensor] | None = None, tol: float = 0.01,
-                      strong_points: torch.Tensor | None = None) -> dict:
+                      strong_points: torch.Tensor | None = None,
+                      family: dict | None = None) -> dict:
     """The indicators of one ensemble result (see the module docstring). ``extra_masks``: other gradient-free
     attacks' (R, *batch) masks on the same radii (e.g. :func:`~featlab.probes.robustness.direction_masks`), which
     join the masking check and are ANDed into the reported worst case. ``tol``: one point of accuracy."""
@@ -88,6 +91,9 @@ def attack_indicators(result: EnsembleResult, *, strong: EnsembleResult | None =
         drop = float((worst - s_acc).max())
         checks["convergence"] = _check(drop <= tol, drop, "max over radii/replicas of (acc − acc with the "
                                                           "stronger budget)")
+
+    if family is not None:
+        checks["family"] = dict(family)
 
     flagged = sorted(k for k, c in checks.items() if not c["ok"])
     out["flagged"] = flagged

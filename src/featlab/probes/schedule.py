@@ -1,6 +1,9 @@
 """Minimum-norm first: the robust-accuracy curve over a radius grid at the cost of a few attacks per point.
 
-1. DDN (a minimum-norm attack) once per point: a distance d_i, i.e. a first whole curve (robust at r iff d_i > r).
+1. The minimum-norm stage: DDN, FMN and ALMA (probes/min_norm.py; those the budget names, FMN and ALMA from
+   ``min_norm_starts`` starts), each once per point, every adversarial point re-verified on the net: the smallest
+   distance d_i, i.e. a first whole curve (robust at r iff d_i > r). Three families, because one family's blind
+   spots are not another's: DDN alone left points that FMN and ALMA break well below its distance.
 2. The fixed-radius attacks in the budget's order (margin PGD, APGD-CE, APGD-T, then Square: AutoAttack's order)
    on what DDN left, each descending the grid from the point's break radius so far (the largest grid radius below
    d_i, for the first) and stopping at its first failure (``robust_masks_ensemble(..., start=, frontier=True)``): a
@@ -22,7 +25,7 @@ from dataclasses import replace
 
 import torch
 
-from .ensemble import AttackBudget, EnsembleResult, _verify, robust_masks_ensemble
+from .ensemble import MIN_NORM, AttackBudget, EnsembleResult, _verify, robust_masks_ensemble
 from .robustness import pgd_l2
 
 
@@ -31,17 +34,19 @@ def min_norm_first(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], 
                    generator: torch.Generator | None = None, batch_size: int | None = None,
                    boundary_steps: int = 0, boundary_step: float = 0.05) -> EnsembleResult:
     """The schedule of the module docstring on x (n, *event) / y (n,) in ±1 (``score``, ``logits``, ``positive``
-    as for :func:`~featlab.probes.ensemble.robust_masks_ensemble`). ``budget.attacks`` must include "ddn"; the
-    others run after it in the budget's order, their masks cumulative (each the worst case up to it)."""
-    if "ddn" not in budget.attacks:
-        raise ValueError(f"the minimum-norm-first schedule needs 'ddn' among the budget's attacks; got "
-                         f"{list(budget.attacks)!r}")
+    as for :func:`~featlab.probes.ensemble.robust_masks_ensemble`). ``budget.attacks`` must include a minimum-norm
+    attack (``MIN_NORM``); those run first, the others after them in the budget's order, their masks cumulative
+    (each the worst case up to it)."""
+    first = tuple(a for a in budget.attacks if a in MIN_NORM)
+    if not first:
+        raise ValueError(f"the minimum-norm-first schedule needs 'ddn' or another minimum-norm attack "
+                         f"{list(MIN_NORM)} among the budget's attacks; got {list(budget.attacks)!r}")
     kw = dict(logits=logits, positive=positive, event_dims=event_dims, clip=clip, batch_size=batch_size)
-    head = robust_masks_ensemble(score, x, y, radii, budget=replace(budget, attacks=("ddn",), large_radius=0),
-                                 generator=generator, **kw)
+    head = robust_masks_ensemble(score, x, y, radii, budget=replace(budget, attacks=first, large_radius=0),
+                                 generator=generator, cascade=True, **kw)
     if boundary_steps:
         head = _boundary(score, x, y, radii, head, boundary_steps, boundary_step, event_dims, clip)
-    rest = tuple(a for a in budget.attacks if a != "ddn")
+    rest = tuple(a for a in budget.attacks if a not in MIN_NORM)
     if not rest:
         return replace(head, cascade=True)
     tail = robust_masks_ensemble(score, x, y, radii, budget=replace(budget, attacks=rest), start=head.worst,
@@ -54,9 +59,10 @@ def min_norm_first(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], 
 
 def _boundary(score, x, y, radii, head: EnsembleResult, steps: int, step: float, event_dims: int,
               clip) -> EnsembleResult:
-    """1b. Margin PGD at the grid radius r just below each point's DDN distance d, started from DDN's closest
-    adversarial point scaled into that ball (δ·r/d), ``steps`` steps of ``step``·r: a point DDN's last iterates
-    stepped over is caught at its own boundary. A verified success lowers the point's distance to its norm."""
+    """1b. Margin PGD at the grid radius r just below each point's minimum-norm distance d, started from the closest
+    adversarial point found, scaled into that ball (δ·r/d), ``steps`` steps of ``step``·r: a point the minimum-norm
+    attacks' last iterates stepped over is caught at its own boundary. A verified success lowers the point's
+    distance to its norm."""
     dist, closest = head.distance, head.closest
     if dist is None or closest is None or steps <= 0:
         return head
