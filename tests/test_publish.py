@@ -89,7 +89,12 @@ def test_publish_writes_the_table_the_figures_and_the_provenance(toy, out, tmp_p
     head = data["headline"]
     assert len(head) == 1
     assert head[0].startswith("paper (the papers' own settings): 1 of 2 mechanism claims held, 1 failed;")
-    assert f"- {head[0]}" in first and f"- {head[0]}" in page
+    assert f"- {head[0]}" in page
+    from featlab.report.scorecard import scorecards
+    from featlab.report.scorecard_sources import published
+
+    cards = scorecards(*published(dest))  # the README: one scorecard line per paper, from the published records
+    assert cards and all(f"- {c.line()}" in first for c in cards) and "## Scorecards" in page
     assert "## Discrimination matrices" in page and "| toyp.high | mechanism | ✓ holds | ✗ fails |" in page
     from featlab.report.markdown import render_markdown
     from featlab.report.summary import build, console_summary

@@ -67,7 +67,7 @@ def test_reproduce_goes_on_past_a_missing_dataset_and_ends_with_a_summary_and_a_
     assert code == 1  # one experiment could not run; the others did
     assert "rival null: complete" in text  # --rivals: each rival net at the same preset, for the matrix
     tail = text[text.index("Toy paper"):]
-    assert "Toy paper (tests): 1/2 mechanism claims held, 1 failed (1 of 3 experiments run)" in tail
+    assert "Toy paper (tests), this run: 1 of 2 mechanism claims held (1 failed) (1 of 3 experiments run)" in tail
     assert re.search(r"✗ toyr-ok toyr\.higher: measured 0\.95, needs >= 2 — try: featlab run toyr-ok --preset "
                      r"cpu-long", tail)
     assert "toyr-data: could not run: no toy dataset under 'data'; put toy.bin there" in tail
@@ -155,17 +155,17 @@ def test_reproduce_runs_several_presets_and_shows_their_verdicts_side_by_side(to
     assert code == 1  # toyr-data still cannot run
     assert "toyr-ok --preset cpu-long" in text and "toyr-smoke" in text  # the smoke one: not run, with its reason
     assert "presets side by side (the latest run of each):" in text
-    assert "toyr-ok: quick 1/2 held (1 failed) · cpu-long 1/2 held (1 failed)" in text
+    assert "toyr-ok: quick 1/2 held · cpu-long 1/2 held" in text
     assert "has no preset quick or cpu-long" not in text  # toyr-ok has both; toyr-data/smoke have quick
     page = (out / "report.md").read_text(encoding="utf-8")
-    assert "Presets side by side: quick 1/2 held (1 failed) · cpu-long 1/2 held (1 failed)." in page
+    assert "Presets side by side: quick 1/2 held · cpu-long 1/2 held." in page
 
 
 def test_without_its_rival_runs_no_claim_is_counted(toy, out, capsys):
     """The headline counts mechanism claims only: with no rival run beside it a claim is unsettled, not held."""
     assert main(["reproduce", "toy-repro", "score=0.95", "--out", str(out)]) == 1
     text = capsys.readouterr().out
-    assert "Toy paper (tests): 0/0 mechanism claims held; not counted: 2 unsettled" in text
+    assert "Toy paper (tests), this run: no mechanism claim counted; not counted: 2 unsettled" in text
     page = (out / "report.md").read_text(encoding="utf-8")
     assert "| toyr.high | unsettled | ✓ holds | not run |" in page  # the matrix says why
 
@@ -182,9 +182,10 @@ def test_an_inconclusive_claim_is_counted_apart_with_the_units_that_would_settle
 
     assert main(["run", "toyr-noisy", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "claims: 0/1 held (1 inconclusive)." in text and "would settle it" not in text  # on the bound: no n does
+    assert "claims: no mechanism claim counted; not counted: 1 unsettled" in text  # no rival run read with it
+    assert "would settle it" not in text  # on the bound: no n does
     assert main(["reproduce", "toy-repro", "--out", str(out), "--strict"]) == 1
-    assert "1 inconclusive" in capsys.readouterr().out
+    assert "toyr.noisy: inconclusive" in capsys.readouterr().out
 
 
 def test_sync_docs_rewrites_the_measured_sections_from_the_latest_run(toy, out, tmp_path, capsys):
@@ -202,7 +203,7 @@ def test_sync_docs_rewrites_the_measured_sections_from_the_latest_run(toy, out, 
     text = page.read_text(encoding="utf-8")
     assert "stale 9/9" not in text and "prose kept" in text and text.endswith("end\n")
     (exp, preset, body), (_, _, never) = blocks(text)
-    assert (exp, preset) == ("toyr-ok", "quick") and "Claims: **1/2 held (1 failed)**" in body
+    assert (exp, preset) == ("toyr-ok", "quick") and "Claims: **1 of 2 mechanism claims held (1 failed)**" in body
     assert block_rows(body) == {"toyr.high": ">= 0.9", "toyr.higher": ">= 2"}
     assert "Not run here at the `paper` preset" in never
     assert main(["report", str(out), "--sync-docs", str(tmp_path / "nope")]) == 2
@@ -240,4 +241,5 @@ def test_a_claim_without_a_mechanism_control_is_shown_apart_and_not_counted(toy,
 
     assert main(["run", "toyr-bare", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "claims: 0/0 held." in text and "uncontrolled (not counted)" in text
+    assert "claims: no mechanism claim counted; not counted: 1 premise" in text
+    assert "premise or unsettled (not counted)" in text

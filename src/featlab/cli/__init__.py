@@ -35,6 +35,9 @@ COMMANDS: tuple[tuple[str, dict[str, str]], ...] = (
     ("reproduce", {"reproduce": "every experiment of a paper, then a short summary and a report page",
                    "report": "one HTML page (and a Markdown twin) of every run under OUT: claims, figures, notes, "
                              "config, provenance"}),
+    ("scorecard", {"scorecard": "every numbered result of each paper (Definition … Table): counted (held / failed / "
+                                "inconclusive / unverified, with its claims and tier), judged not counted, or not "
+                                "tested, with why"}),
     ("sweep", {"sweep": "the cartesian product of config values, each point a cached run"}),
     ("stability", {"stability": "do the verdicts survive the values the paper never gives? (each paper-silent "
                                 "field over its range, one at a time)"}),

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
+from ..runs.record import tally_short
 from ..text import fmt_value
 from ..utils import atomic_write
+from .scorecard_text import QUICK_NOTE, card_rows
 from .summary import ExpView, PaperView, Report, RunView
 from .tables import matrix_rows
 
@@ -71,12 +73,25 @@ def _table(header: list[str], rows: list[list[str]], num: Set[int] = frozenset()
     return f"<table>{thead}<tbody>{body}</tbody></table>"
 
 
+def _scorecards(report: Report) -> list[str]:
+    """The scorecards first: every numbered result of each paper with its status (report/scorecard.py)."""
+    if not report.cards:
+        return []
+    out = [f"<p>Scorecards: every numbered result of each paper, from the committed verdicts at the paper and "
+           f"theory tiers (and the runs here); {_e(QUICK_NOTE)}.</p>"]
+    for card in report.cards:
+        out += [f"<h3>{_e(card.title)}</h3>", f"<p><b>{_e(card.line())}</b></p>",
+                _table(["result", "status", "claims / why"], [[_e(c) for c in r] for r in card_rows(card, quick=True)])]
+    return out
+
+
 def _first_screen(report: Report) -> str:
     rows = []
     for pv in report.papers:
         held, total = pv.held
         sc = pv.statuses
         cls = "ok" if total and held == total else ("bad" if total else "warn")
+        shown = tally_short(pv.tally)
         ran = sum(bool(e.runs) for e in pv.experiments)
         missing = ", ".join(f'<a href="#{_anchor(e.id)}">{_e(e.id)}</a>'
                             + (" (needs data and a GPU)" if "GPU" in e.not_run else "") for e in pv.missing) or "—"
@@ -84,10 +99,11 @@ def _first_screen(report: Report) -> str:
         never = "; ".join(f"<code>{_e(p)}</code>: {_e(', '.join(ids))}" for p, ids in pv.never_run()) or "—"
         ch, ct = pv.checks
         rows.append([f'<a href="#{_anchor(pv.key)}">{_e(pv.title)}</a>',
-                     f'<span class="pill {cls}">{held}/{total}</span>',
+                     f'<span class="pill {cls}">{_e(shown)}</span>',
                      f"{sc['failed']} / {sc['inconclusive']} / {sc['unverified']}", f"{ch}/{ct}" if ct else "—",
                      f"{ran}/{len(pv.experiments)}", missing, failed, f'<span class="muted">{never}</span>'])
-    out = ["<h2 id='summary'>Does it reproduce?</h2>",
+    out = ["<h2 id='summary'>Does it reproduce?</h2>", *_scorecards(report),
+           "<h3>Runs under this folder</h3>",
            _table(["paper", "claims held", "failed / inconclusive / unverified", "checks (not counted)",
                    "experiments run", "runs missing", "runs failed", "presets never run"], rows, {1, 2, 3, 4})]
     if report.headline():
@@ -99,9 +115,10 @@ def _first_screen(report: Report) -> str:
         for e in pv.experiments:
             held, total = e.runs[0].held if e.runs else (0, 0)
             cls = "muted" if not e.runs else ("ok" if held == total and e.runs[0].rec.ok else "bad")
+            count = tally_short(e.runs[0].rec.tally) if e.runs else "not run"
             side = f' <span class="muted">({_e(e.presets_text())})</span>' if len(e.by_preset) > 1 else ""
             chips.append(f'<a href="#{_anchor(e.id)}">{_e(e.id)}</a> <span class="{cls}">'
-                         f'{f"{held}/{total}" if e.runs else "not run"}</span>{side}')
+                         f'{_e(count)}</span>{side}')
         out.append(f"<p class='chips'><b>{_e(pv.title.split(' (')[0])}</b>: {' · '.join(chips)}</p>")
     if report.problems:
         out.append("<p class='warn'>Unreadable run folders (not in this report):</p><ul>"

@@ -14,8 +14,10 @@ from html import escape
 from pathlib import Path
 
 from .._version import __version__
+from ..runs.record import tally_short
 from ..text import fmt_value
 from ..utils import atomic_write
+from .scorecard_text import QUICK_NOTE, card_markdown
 from .summary import ExpView, Report, RunView
 from .tables import matrix_rows
 
@@ -103,9 +105,8 @@ def _claims(rv: RunView) -> list[str]:
 
 def _run(ev: ExpView, rv: RunView, figs: _Figures) -> list[str]:
     rec, s = rv.rec, rv.rec.summary
-    held, total = rv.held
     preset = _code(s.get("preset", "?"))
-    out = [f"#### run {_code(rec.dir.name)} · preset {preset} · {_t(rec.status)} · {held}/{total} claims hold "
+    out = [f"#### run {_code(rec.dir.name)} · preset {preset} · {_t(rec.status)} · {_t(tally_short(rec.tally))} "
            f"· {_t(rv.provenance.get('date', ''))}", ""]
     if s.get("message"):
         out += [f"**{_t(rec.status)}:** {_t(s['message'])}", ""]
@@ -142,6 +143,12 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
     figs = _Figures(Path(md_path))
     out = ["# featlab report", "", f"Runs under {_code(report.out)} · written {_t(report.created)} · featlab "
            f"{__version__}", "", "## Does it reproduce?", ""]
+    if report.cards:
+        out += [f"Scorecards: every numbered result of each paper, from the committed verdicts at the paper and theory "
+                f"tiers (and the runs here); {_t(QUICK_NOTE)}.", ""]
+        for card in report.cards:
+            out += card_markdown(card, quick=True)
+        out += ["### Runs under this folder", ""]
     rows = []
     for pv in report.papers:
         held, total = pv.held
@@ -151,7 +158,8 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
         failed = ", ".join(e.id for e in pv.failed)
         ch, ct = pv.checks
         sc = pv.statuses
-        rows.append([_t(pv.title), f"{held}/{total}", f"{sc['failed']} / {sc['inconclusive']} / {sc['unverified']}",
+        rows.append([_t(pv.title), _t(tally_short(pv.tally)),
+                     f"{sc['failed']} / {sc['inconclusive']} / {sc['unverified']}",
                      f"{ch}/{ct}" if ct else "—", f"{ran}/{len(pv.experiments)}", _t(missing or "—"),
                      _t(failed or "—"), _t(never)])
     out += _table(["paper", "claims held", "failed / inconclusive / unverified", "checks (not counted)",
@@ -164,8 +172,7 @@ def render_markdown(report: Report, md_path: str | Path) -> str:
         out += ["Unreadable run folders (not in this report):", "",
                 *(f"- {_code(p)}: {_t(w)}" for p, w in report.problems), ""]
     for pv in report.papers:
-        held, total = pv.held
-        out += [f"## {_t(pv.title)} — {held}/{total} claims hold", ""]
+        out += [f"## {_t(pv.title)} — {_t(pv.counts_text())}", ""]
         for ev in pv.experiments:
             out += [f"### {_code(ev.id)} — {_t(ev.reference)}", ""]
             if len(ev.by_preset) > 1:

@@ -14,12 +14,15 @@ from typing import Any
 
 from ..runs.discrimination import rivals_for
 from ..runs.index import Runs, config_diff, find_runs
-from ..runs.record import RunRecord, counts_text, is_uncontrolled, status, status_counts
+from ..runs.record import RunRecord, counts_text, is_uncontrolled, status, status_counts, tally, tally_short
 from ..runs.registry import list_experiments, papers
 from ..runs.stability import stable_under
 from ..text import fmt_value
 from ..utils import json_loads
 from .headline import headline_lines
+from .scorecard import Card, scorecards
+from .scorecard_sources import RESULTS, gather
+from .scorecard_text import QUICK_NOTE, card_text
 from .sweeps import SweepTable, find_sweeps
 from .tables import diagnosis_of, interval_text, verdict_text
 
@@ -69,8 +72,8 @@ class ExpView:
     by_preset: dict[str, RunRecord] = field(default_factory=dict)  # the latest run of each preset run under OUT
 
     def presets_text(self) -> str:
-        """'quick 8/13 held · theory 5/13 held, 2 inconclusive': the verdicts of each preset run, side by side."""
-        return " · ".join(f"{p} {counts_text(r.claims)}" for p, r in self.by_preset.items())
+        """'quick 8/13 held · theory 5/13 held': the verdicts of each preset run, side by side (runs/verdict.py)."""
+        return " · ".join(f"{p} {tally_short(r.tally)}" for p, r in self.by_preset.items())
 
 
 @dataclass
@@ -88,6 +91,11 @@ class PaperView:
     def statuses(self) -> dict[str, int]:
         """{held, failed, inconclusive, unverified: how many} over the latest runs' claims (checks apart)."""
         return status_counts(c for e in self.experiments for r in e.runs[:1] for c in r.rec.claims)
+
+    @property
+    def tally(self) -> dict[str, int]:
+        """{bucket: how many} over the latest runs' claims (runs/verdict.py ``tally``)."""
+        return tally(c for e in self.experiments for r in e.runs[:1] for c in r.rec.claims)
 
     def counts_text(self) -> str:
         """The latest runs' claims through the one count (runs/record.py ``tally``)."""
@@ -124,6 +132,7 @@ class Report:
     papers: list[PaperView]
     problems: list[tuple[str, str]]
     created: str
+    cards: list[Card] = field(default_factory=list)  # the scorecards: committed verdicts, this run's quick beside
 
     def headline(self) -> list[str]:
         """Mechanism claims per preset kind (paper, theory), premises and checks apart (report/headline.py)."""
@@ -185,11 +194,13 @@ def _recorded_not_run(out: Path) -> dict[str, str]:
 
 
 def build(out: str | Path, paper: str | None = None, all_runs: bool = False,
-          not_run: dict[str, str] | None = None, chosen: dict[str, Path] | None = None) -> Report:
+          not_run: dict[str, str] | None = None, chosen: dict[str, Path] | None = None,
+          results: str | Path | None = RESULTS) -> Report:
     """The report over every readable run under OUT: the latest run of each experiment (``all_runs``: every run).
 
     ``chosen``: experiment → the run to show first (what ``reproduce`` just ran or found, even when an older
-    identical run was reused and another run of the experiment is newer)."""
+    identical run was reused and another run of the experiment is newer). ``results``: the committed results the
+    scorecards read where OUT has no run at a paper, theory or demo preset (None: OUT alone)."""
     out = Path(out)
     runs: Runs = find_runs(out)
     recorded = {**_recorded_not_run(out), **(not_run or {})}
@@ -226,7 +237,9 @@ def build(out: str | Path, paper: str | None = None, all_runs: bool = False,
                 ev.runs = [run_view(r, runs.of(eid, controls=True)) for r in (main if all_runs else main[:1])]
                 pv.experiments.append(ev)
     created = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
-    return Report(out, list(views.values()), runs.problems, created)
+    found, published_not_run, quick = gather(out, results)
+    cards = scorecards(found, {**published_not_run, **recorded}, paper=paper, quick=quick)
+    return Report(out, list(views.values()), runs.problems, created, cards)
 
 
 def try_command(exp_id: str, presets: list[str]) -> str:
@@ -263,7 +276,8 @@ def console_summary(report: Report, paths: list[Path] | None = None) -> str:
         ran = sum(bool(e.runs) for e in pv.experiments)
         ch, ct = pv.checks
         more = f"; {ch}/{ct} checks, not counted" if ct else ""
-        lines.append(f"{pv.title}: {pv.counts_text()} ({ran} of {len(pv.experiments)} experiments run{more})")
+        lines.append(f"{pv.title}, this run: {pv.counts_text()} ({ran} of {len(pv.experiments)} experiments "
+                     f"run{more})")
     side = [f"  {ev.id}: {ev.presets_text()}" for pv in report.papers for ev in pv.experiments
             if len(ev.by_preset) > 1]
     if side:
@@ -272,6 +286,9 @@ def console_summary(report: Report, paths: list[Path] | None = None) -> str:
     absent = [(ev.id, ev.not_run) for pv in report.papers for ev in pv.experiments if ev.not_run]
     if absent:
         lines += ["", "not reproduced here:"] + [f"  {i}: {why}" for i, why in absent]
+    if report.cards:
+        lines += ["", f"Scorecards: the committed verdicts at the paper and theory tiers; {QUICK_NOTE}.", ""]
+        lines += ["\n\n".join(card_text(c, quick=True) for c in report.cards)]
     if paths:
         lines += ["", "report: " + " and ".join(str(p) for p in paths)]
     return "\n".join(lines)

@@ -1,0 +1,69 @@
+"""The scorecard (report/scorecard.py): every numbered result of every paper gets one status — counted (paper or
+theory tier), judged not counted, or not tested — from the committed records; the README's headline is one line
+per paper from the same records; quick verdicts only say whether they agree."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from featlab.cli import main
+from featlab.report.scorecard import COUNTED_STATUS, JUDGED, NOT_TESTED, Found, agreement, entry, scorecards
+from featlab.report.scorecard_sources import published
+from featlab.runs.claims import PaperResult
+from featlab.runs.registry import paper_results, papers
+from featlab.runs.verdict import Verdict
+
+ROOT = Path(__file__).parents[1]
+
+
+def _found(cid: str, status: str, tier: str = "paper", role: str = "mechanism", diagnosis: str = "") -> Found:
+    v = Verdict(cid, "s", "Thm 1", 1.0, ">= 1", status == "held", status=status, role=role)
+    return Found(v, "exp", tier if tier != "quick" else "quick", tier, diagnosis)
+
+
+def test_every_numbered_result_of_every_paper_has_one_status(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert main(["scorecard", "--json"]) == 0
+    cards = json.loads(capsys.readouterr().out)["papers"]
+    assert [c["paper"] for c in cards] == list(papers())
+    for c in cards:
+        refs = [r.ref for r in paper_results(c["paper"])]
+        assert [e["ref"] for e in c["results"]] == refs
+        assert all(e["status"] in (COUNTED_STATUS, JUDGED, NOT_TESTED) for e in c["results"])
+        assert all(e["reason"] for e in c["results"] if e["status"] != COUNTED_STATUS)  # always with why
+        assert all(e["tier"] in ("paper", "theory") for e in c["results"] if e["status"] == COUNTED_STATUS)
+        n = c["counts"]
+        assert sum(n["counted"].values()) + n["judged"] + n["not_tested"] == len(refs)
+    assert main(["scorecard", "rfa"]) == 0
+    out = capsys.readouterr().out
+    assert "Random Feature Amplification:" in out and "Feature Averaging:" not in out and "0/0" not in out
+
+
+def test_the_readme_headline_is_the_scorecards_lines():
+    block = re.search(r"<!-- results: (\S+) -->\n(.*?)<!-- /results -->", (ROOT / "README.md").read_text(), re.S)
+    lines = [c.line() for c in scorecards(*published(ROOT / block[1]))]
+    assert len(lines) == len(papers()) and all(f"- {line}" in block[2] for line in lines)
+    page = (ROOT / block[1] / "README.md").read_text()
+    assert page.index("## Scorecards") < page.index("## Verdicts") and all(line in page for line in lines)
+
+
+def test_a_result_counts_its_best_tier_and_a_formulation_failure_is_not_held_against_the_paper():
+    r = PaperResult("Thm 1", "x", claims=("p.a", "p.b"))
+    e = entry(r, [_found("p.a", "held"), _found("p.b", "failed"), _found("p.a", "failed", "theory")], {})
+    assert (e.status, e.verdict, e.tier) == (COUNTED_STATUS, "failed", "paper")  # paper first, never mixed
+    e = entry(r, [_found("p.a", "held", "theory"), _found("p.b", "held", "demo")], {})
+    assert (e.status, e.verdict, e.tier) == (COUNTED_STATUS, "held", "theory")
+    e = entry(r, [_found("p.b", "failed", diagnosis="formulation")], {})
+    assert (e.status, e.verdict) == (JUDGED, "formulation") and "formulation" in e.reason
+    e = entry(r, [_found("p.a", "held", role="unsettled"), _found("p.b", "held", "demo")], {})
+    assert (e.status, e.verdict) == (JUDGED, "unsettled")
+    assert entry(r, [], {}).status == NOT_TESTED and entry(PaperResult("Fig 1", "x", reason="a schematic"), [],
+                                                           {}).reason.endswith("a schematic")
+
+
+def test_quick_verdicts_only_say_whether_they_agree():
+    committed = [_found("p.a", "held"), _found("p.b", "failed"), _found("p.c", "held")]
+    quick = [_found("p.a", "held", "quick", role="unsettled"), _found("p.b", "inconclusive", "quick")]
+    assert agreement(committed, quick) == {"p.a": "agree", "p.b": "differ (quick: inconclusive)", "p.c": "not run"}
