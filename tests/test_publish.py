@@ -161,7 +161,8 @@ def test_every_failed_claim_in_the_committed_results_and_docs_has_a_diagnosis():
     from featlab.report.docs_sync import blocks
 
     data = json.loads((RESULTS / "verdicts.json").read_text())
-    bare = [r["claim"] for r in data["rows"] if r["status"] == "failed" and not r["diagnosis"]]
+    bare = [r["claim"] for r in data["rows"]  # a measurement has no verdict: nothing to diagnose
+            if r["status"] == "failed" and r["kind"] != "measurement" and not r["diagnosis"]]
     assert bare == [], f"docs/results: failed without a diagnosis: {bare}"
     docs = RESULTS.parent
     for page in docs.glob("*.md"):

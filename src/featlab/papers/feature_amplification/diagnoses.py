@@ -14,18 +14,18 @@ RFA_FIG2 = {
     "rfa.fig2_low_peak": Diagnosis(
         "formulation",
         "At n ≫ d (d = 10) the clusters overlap: no classifier reaches 1 − η = 0.85 (f* reaches 0.8466). But the "
-        "net's peak, 0.840 [0.838, 0.841] at paper, is below f*'s 0.8466 too: the unreachable reference explains "
+        "net's peak, 0.840 [0.824, 0.856] at paper, is below f*'s 0.8466 too: the unreachable reference explains "
         "0.0034 of the 0.010 shortfall, the net the rest",
         "numpy Monte Carlo of f* at d=10, σ=d^-0.6, 2e6 points: clean error 0.00483 → 0.85 − 0.7·0.00483 = 0.8466; "
         "featlab run rfa-fig2 --preset cpu-long steps_high=3: 0.835 [0.831, 0.839]; --preset paper: 0.840 "
-        "[0.838, 0.841]", presets=("quick", "paper")),
+        "[0.824, 0.856]", presets=("quick", "paper")),
     "rfa.fig2_low_fits": Diagnosis(
         "budget",
         "At quick's 3e4 steps the n ≫ d net is still fitting its noise; at Fig 2's 1e5 steps it has fitted half "
         "or more of it, but 2–3 seeds give only 30–44 noisy points, too few for the interval to clear 1/2: more seeds "
         "settle it",
         "featlab run rfa-fig2 --preset cpu-long steps_high=3 (1e5 steps, 2 seeds): 0.633 [0.466, 0.80] (30 noisy "
-        "points); --preset paper (3 seeds): 0.545 [0.41, 0.68] (44); quick (3e4 steps): 0.40 [0.23, 0.57]",
+        "points); --preset paper (3 seeds): 0.545 [0, 1] (44); quick (3e4 steps): 0.40 [0.23, 0.57]",
         presets=("quick", "paper")),
 }
 

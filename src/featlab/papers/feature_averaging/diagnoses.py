@@ -10,16 +10,9 @@ from collections.abc import Iterable
 from ...runs.claims import Claim
 from ...runs.diagnosis import Diagnosis, with_diagnoses
 
-FA_SYNTHETIC = {
-    "fa.lemma53_balanced": Diagnosis(
-        "formulation",
-        "Lemma 5.3 bounds Δq by ε(k) only up to an unspecified T0 = exp(Õ(√k)) (Lemma B.7); at k = 10 the spread "
-        "stays ≈ 0.3 × the mean margin, so it holds at the paper's ηT = 0.1 and the claim fails only on the long "
-        "run (to ηt = 10), where margins reach 6; in the theorems' regime (theory preset) it holds",
-        "fa-synthetic --preset quick: 0.681 at T=100, longer run 1.85 at ηt=10 (with η=0.01: 0.886, 1.267, 1.828 "
-        "at t=20, 100, 1000; mean q 2.4, 4.1, 6.4); numpy GD: 0.553, 0.677 at T=100; --preset paper: 1.90; "
-        "--preset theory (d=k¹⁰, ηT=k⁸): 0.28, held", presets=("quick", "paper")),
-}
+FA_SYNTHETIC: dict[str, Diagnosis] = {}  # fa.lemma53_balanced's diagnosis was withdrawn with its verdict (claims
+# change log, 2026-11-27): a measurement has no verdict to explain, and it read the longer run against another T0
+# than fa.lambda_log does
 
 FA_ABLATION_LR = {
     "fa.ablation_lr.breaks_when_large": Diagnosis(
