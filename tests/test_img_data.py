@@ -199,7 +199,7 @@ def test_data_check_command(tmp_path, monkeypatch, capsys):
     assert "mnist" in out and "ok" in out and "missing" in out and "toronto" in out
     f = tmp_path / "MNIST" / "raw" / "train-labels-idx1-ubyte.gz"
     f.write_bytes(b"garbage")
-    assert main(["data", "check", "--root", str(tmp_path)]) == 1
+    assert main(["data", "check", "--root", str(tmp_path)]) == 2  # a damaged copy: exit 2
     assert "corrupt" in capsys.readouterr().out
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..data.embeddings import clip_embeddings, require_open_clip, save_embeddings
 from ..data.images import SPECS, check_root, data_roots, load_images, where_to_get
+from ..errors import DataError
 from ..text import table
 from ..utils import atomic_write, check_writable, writing
 
@@ -16,7 +17,8 @@ from ..utils import atomic_write, check_writable, writing
 def register(sub) -> None:
     d = sub.add_parser("data", help="image datasets: 'featlab data check [--root DIR]' lists what is present and valid")
     dsub = d.add_subparsers(dest="data_cmd", required=True)
-    dc = dsub.add_parser("check", help="verify every dataset file under the data root against its checksum")
+    dc = dsub.add_parser("check", help="verify every dataset file under the data root against its checksum (exit "
+                         "0: every copy found is intact, missing ones listed; 2: a damaged copy, named)")
     dc.add_argument("--root", default=None, help="data root in torchvision's layout (default ./data); $FEATLAB_DATA "
                     "and a system copy (apt-get install dataset-fashion-mnist) are searched after it")
     dc.set_defaults(handler=cmd_data_check)
@@ -39,7 +41,10 @@ def cmd_data_check(a: argparse.Namespace) -> int:
     if hints:
         print("\nwhere to get the others:")
         print("\n".join(hints))
-    return 0 if all(s != "corrupt" for _, s, _ in rows) else 1
+    damaged = [n for n, s, detail in rows if s == "corrupt" or "damaged copy" in detail]
+    if damaged:  # exit 2: a file to replace; a dataset merely missing is not an error (exit 0)
+        raise DataError(f"damaged dataset files for {', '.join(damaged)} (named above); replace or delete them")
+    return 0
 
 
 def cmd_embed(a: argparse.Namespace) -> int:

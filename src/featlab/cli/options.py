@@ -6,13 +6,32 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from ..config import load_yaml
+from ..errors import ConfigError
 from ..report.tables import run_report
+from ..runs.registry import get_experiment
 from ..runs.record import RunRecord
 from ..utils import json_dumps
 
 
+class _DefaultPreset(str):
+    """The preset a command takes when none is named: 'quick', told apart from the same word typed."""
+
+
+DEFAULT_PRESET = _DefaultPreset("quick")
+
+
+def refuse_stand_in(experiment_id: str, preset: str, overrides: dict[str, Any], config_file: str | None) -> None:
+    """``featlab run mm-spurious-fmnist`` (no --preset, no dataset= given) refuses, in one line, a default preset
+    that would train on another dataset than the experiment's name says (Experiment.stand_in)."""
+    if preset is not DEFAULT_PRESET or "dataset" in overrides or (config_file and "dataset" in load_yaml(config_file)):
+        return
+    if why := get_experiment(experiment_id).stand_in(preset):
+        raise ConfigError(why)
+
+
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", default="quick", help="quick (CPU, about a minute per experiment; default), theory "
+    p.add_argument("--preset", default=DEFAULT_PRESET, help="quick (CPU, about a minute per experiment; default), theory "
                    "(the theorems' assumptions, where an experiment has it), paper; reproduce takes several, "
                    "comma-separated, and shows their verdicts side by side")
     p.add_argument("--out", default="runs", help="output folder (default ./runs)")

@@ -12,7 +12,7 @@ from ..runs.registry import get_experiment
 from ..runs.runner import resolve_config, run
 from ..runs.units import WORKER_ENV, BudgetReached, parse_budget
 from ..text import fmt_value
-from .options import add_run_options, print_run
+from .options import add_run_options, print_run, refuse_stand_in
 
 BUDGET_EXIT = 3  # a budgeted run stopped with units left: run the same command again
 
@@ -42,6 +42,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         return print_config(a, overrides)
     if a.control or a.control_name:
         return run_controls(a, overrides)
+    refuse_stand_in(a.id, a.preset, overrides, a.config)  # no digits filed under a FashionMNIST experiment by default
     try:
         rec = run(a.id, a.preset, out=a.out, config_file=a.config, force=a.force, budget_s=parse_budget(a.budget),
                   workers=a.workers, **overrides)

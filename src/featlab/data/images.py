@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -110,26 +111,102 @@ def _idx_folders(spec: IdxSpec, root: str | Path) -> list[Path]:
     return [r / spec.folder for r in data_roots(root)] + ([Path(system[1])] if system else [])
 
 
-def _idx_scan(spec: IdxSpec, root: str | Path) -> tuple[Path, dict[str, tuple[bytes | None, str]], list[Path]]:
-    """(the first folder holding all four verified files, else the one to report; its files; the others looked
-    in). The folder reported is the first with a corrupt file, else the first searched."""
-    folders, report = _idx_folders(spec, root), None
-    for folder in folders:
-        got = {stem: _idx_file(spec, folder, stem) for stem in _IDX_FILES}  # stem -> (bytes or None, status)
-        if all(blob is not None for blob, _ in got.values()):
-            return folder, got, []
-        corrupt = any(not status.endswith("missing") for blob, status in got.values() if blob is None)
-        if report is None or (corrupt and not report[2]):
-            report = (folder, got, corrupt)
-    assert report is not None
-    return report[0], report[1], [f for f in folders if f != report[0]]
+def _unreadable(folder: Path, names: list[str]) -> list[str]:
+    """Entries named like a dataset file that are no regular file: a folder in its place, a broken or looping
+    link (``is_file`` reads them as absent: they are damage, not a missing download)."""
+    return [f"{n}: not a readable file (a folder, or a broken or looping link)" for n in names
+            if os.path.lexists(folder / n) and not (folder / n).is_file()]
+
+
+def _idx_copy(spec: IdxSpec, folder: Path) -> tuple[str, str]:
+    """('ok' / 'missing' / 'corrupt', detail) of one folder's copy of an IDX dataset."""
+    got = {stem: _idx_file(spec, folder, stem) for stem in _IDX_FILES}
+    odd = _unreadable(folder, [n for stem in _IDX_FILES for n in (stem, f"{stem}.gz")])
+    bad = [status for blob, status in got.values() if blob is None and not status.endswith("missing")] + odd
+    if bad:
+        return "corrupt", f"{'; '.join(bad)} in {folder}"
+    if any(blob is None for blob, _ in got.values()):
+        return "missing", f"{'; '.join(status for blob, status in got.values() if blob is None)} in {folder}"
+    return "ok", str(folder)
+
+
+def _cifar_copy(spec: CifarSpec, root: Path) -> tuple[str, str]:
+    """('ok' / 'missing' / 'corrupt', detail) of one data root's copy of a CIFAR dataset."""
+    names = [*spec.train, *spec.test, spec.meta[0]]
+    odd = _unreadable(root / spec.folder, names) + _unreadable(root, [spec.archive])
+    try:
+        found = cifar_blobs(spec, root)[1]
+    except DataError as e:
+        msg = str(e).split("; download")[0].removeprefix(f"{spec.name}: ")
+        if "missing" in msg and "corrupt" not in msg and not odd:
+            return "missing", msg
+        return "corrupt", "; ".join([*odd, msg])
+    return ("corrupt", f"{'; '.join(odd)} in {root}") if odd else ("ok", found)
+
+
+@dataclass
+class Location:
+    """Where a dataset is: ``found`` (the first verified copy on the search path, or None), ``bad`` (every corrupt
+    or unreadable copy on the path, before or after the good one), ``missing`` (where it was looked for and not
+    found), ``root`` (the data root or system folder holding the copy found)."""
+
+    name: str
+    found: str | None = None
+    root: Path | None = None
+    bad: list[str] = field(default_factory=list)
+    missing: list[tuple[Path, str]] = field(default_factory=list)  # (place, what is missing there)
+
+    @property
+    def status(self) -> str:
+        """'ok' (a verified copy; ``bad`` may still name others), 'corrupt' (none verified, one damaged), 'missing'."""
+        return "ok" if self.found else "corrupt" if self.bad else "missing"
+
+    def text(self, short: bool = False) -> str:
+        """The one-line answer to "where is the dataset": the copy used, and every damaged copy beside it; when
+        there is none, what is missing in the first place searched (``short``: only the places)."""
+        if self.found:
+            return self.found + (f" (also a damaged copy: {'; '.join(self.bad)})" if self.bad else "")
+        if self.bad:
+            return "; ".join(self.bad)
+        if short:
+            return f"not in {', '.join(str(p) for p, _ in self.missing)}"
+        others = [str(p) for p, _ in self.missing[1:]]
+        return self.missing[0][1] + (f" (also looked in {', '.join(others)})" if others else "")
+
+
+def locate(name: str, root: str | Path = "data") -> Location:
+    """THE answer to "where is dataset ``name``", searched as it is read (``root``, each ``$FEATLAB_DATA`` folder,
+    a package manager's copy): every copy on the path is checked (MD5s), so a damaged one is reported even when a
+    good one comes later. ``data check``, the loader, reproduce's plan, the report and the runs' estimates use it."""
+    key = name.lower().replace("-", "").replace("_", "")
+    loc = Location(key)
+    if key == "digits":
+        loc.found = "bundled with scikit-learn (no download)"
+        return loc
+    spec = SPECS[key]
+    if isinstance(spec, IdxSpec):
+        places = [(f, f) for f in _idx_folders(spec, root)]
+        check = _idx_copy
+    else:
+        places = [(r, r) for r in data_roots(root)]
+        check = _cifar_copy
+    for base, where in places:
+        state, detail = check(spec, where)
+        if state == "ok" and loc.found is None:
+            loc.found, loc.root = detail, base
+        elif state == "corrupt":
+            loc.bad.append(detail)
+        elif state == "missing":
+            loc.missing.append((where if isinstance(spec, IdxSpec) else where / spec.folder, detail))
+    return loc
 
 
 def _load_idx(spec: IdxSpec, root: Path) -> ImageData:
-    folder, got, others = _idx_scan(spec, root)
-    if bad := [status for blob, status in got.values() if blob is None]:
-        also = f" (also looked in {', '.join(map(str, others))})" if others else ""
-        raise DataError(f"{spec.name}: {'; '.join(bad)} in {folder}{also}; {where_to_get(spec, root)}")
+    loc = locate(spec.name, root)
+    if loc.found is None:
+        raise DataError(f"{spec.name}: {loc.text()}; {where_to_get(spec, root)}")
+    folder = loc.root
+    got = {stem: _idx_file(spec, folder, stem) for stem in _IDX_FILES}
     arr = {s: parse_idx(blob, f"{folder / s}") for s, (blob, _) in got.items() if blob is not None}
     xtr, ytr, xte, yte = (arr[s] for s in _IDX_FILES)
     for x, y, split in ((xtr, ytr, "train"), (xte, yte, "t10k")):
@@ -142,15 +219,11 @@ def _load_idx(spec: IdxSpec, root: Path) -> ImageData:
 
 
 def _cifar_found(spec: CifarSpec, root: str | Path) -> tuple[dict[str, bytes], str]:
-    """CIFAR's verified files from the first data root that holds them; else the first root's error (the first
-    corrupt one's, if any)."""
-    errors = []
-    for r in data_roots(root):
-        try:
-            return cifar_blobs(spec, r)
-        except DataError as e:
-            errors.append(e)
-    raise next((e for e in errors if "corrupt" in str(e)), errors[0])
+    """CIFAR's verified files from the copy :func:`locate` finds; else its one-line reason (damaged copies first)."""
+    loc = locate(spec.name, root)
+    if loc.found is None:
+        raise DataError(f"{spec.name}: {loc.text()}; {where_to_get(spec, root)}")
+    return cifar_blobs(spec, loc.root)
 
 
 # ------------------------------------------------------------------------------------------ digits
@@ -218,20 +291,4 @@ def check_root(root: str | Path, must_exist: bool = True) -> list[tuple[str, str
     if must_exist and not root.is_dir():
         raise DataError(f"data root {str(root)!r} {'is not a folder' if root.exists() else 'does not exist'}; create "
                         f"it and run this again to see where each dataset goes, or pass --root DIR of an existing one")
-    rows = [("digits", "ok", "bundled with scikit-learn (no download)")]
-    for name, spec in SPECS.items():
-        if isinstance(spec, IdxSpec):
-            folder, got, others = _idx_scan(spec, root)
-            bad = [status for blob, status in got.values() if blob is None]
-            state = "ok" if not bad else "missing" if all(s.endswith("missing") for s in bad) else "corrupt"
-            detail = (str(folder) if state == "ok" else f"{'; '.join(bad)} in {folder}" if state == "corrupt"
-                      else f"not in {', '.join(map(str, [folder, *others]))}")
-        else:
-            try:
-                state, detail = "ok", _cifar_found(spec, root)[1]
-            except DataError as e:
-                msg = str(e)
-                state = "missing" if "missing" in msg and "corrupt" not in msg else "corrupt"
-                detail = msg.split("; download")[0].removeprefix(f"{name}: ")
-        rows.append((name, state, detail))
-    return rows
+    return [(name, (loc := locate(name, root)).status, loc.text(short=True)) for name in ("digits", *SPECS)]

@@ -15,8 +15,7 @@ from typing import Any
 import torch
 
 from ..config import Need
-from ..data import image_files
-from ..data.images import SPECS, CifarSpec, data_roots
+from ..data.images import SPECS, locate
 
 # (channels, height, width, training images, classes) of the image datasets (data/images.py reads them)
 IMAGE_SHAPES: dict[str, tuple[int, int, int, int, int]] = {
@@ -119,18 +118,14 @@ def dataset_needs(cfg: Any) -> list[Need]:
 
 
 def missing_dataset(name: str, root: str) -> str:
-    """Why ``name`` cannot be read (no data root holds its folder and no system copy is installed), or "" (digits
-    ship with scikit-learn). Looks for the folder only: the reader checks the files."""
-    spec = SPECS.get(name)
-    if spec is None:
+    """Why ``name`` cannot be read, or "" (digits ship with scikit-learn): the one resolver's answer
+    (:func:`featlab.data.images.locate`: ``root``, ``$FEATLAB_DATA``, a system copy, every file's MD5 checked)."""
+    if name not in SPECS:
         return ""
-    system = image_files.SYSTEM_COPIES.get(name)
-    places = [p for base in data_roots(root)
-              for p in (base / spec.folder, *([base / spec.archive] if isinstance(spec, CifarSpec) else []))]
-    if any(p.exists() for p in places) or (system and Path(system[1]).is_dir()):
+    loc = locate(name, root)
+    if loc.found:
         return ""
-    return f"needs the {name} files under {str(Path(root) / spec.folder)!r} ('featlab data check' says where to " \
-           f"get them)"
+    return f"needs the {name} files ({loc.text(short=True)}; 'featlab data check' says where to get them)"
 
 
 # ------------------------------------------------------------------------------------------ allocation failures
