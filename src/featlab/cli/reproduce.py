@@ -198,22 +198,36 @@ def print_plan(todo: list[tuple[Experiment, str]], configs: list, not_run: dict[
     where = "this machine" if gpu else "this machine's CPU"
     print(f"plan (each experiment's own steps timed on {where}, scaled to the preset's steps; how, in brackets):",
           flush=True)
-    kept, total = [], 0.0
+    kept, timed = [], []
     for (e, p), cfg in zip(todo, configs):
         est = estimate(e, cfg, runs=runs, measure=measure)
         secs = est.seconds
-        slow = "" if gpu or secs <= GPU_S else f"needs a GPU (about {duration(secs)} on this CPU)"
+        slow = "" if gpu or secs <= GPU_S else f"needs a GPU ({'about' if est.measured else 'at least'} " \
+            f"{duration(secs)} on this CPU)"
         why = "; ".join(w for w in (est.missing, slow) if w)
-        print(f"  {e.id:22s} {p:8s} ≈ {duration(secs):>9s}, {size(est.bytes):>9s}"
+        print(f"  {e.id:22s} {p:8s} {est.time_text():>11s}, {size(est.bytes):>9s}"
               + (f"  skipped: {why}" if why else "") + f"  ({est.how})", flush=True)
         if why:
             not_run[e.id] = f"not run here: {why}; featlab run {e.id} --preset {p} runs it anyway"
         else:
             kept.append((e, p))
-            total += secs
-    print(f"  total ≈ {duration(total)} for {len(kept)} experiment run(s)"
-          + (f"; {len(todo) - len(kept)} skipped" if len(kept) < len(todo) else ""), flush=True)
+            timed.append(est)
+    print("  " + plan_total(timed) + (f"; {len(todo) - len(kept)} skipped" if len(kept) < len(todo) else ""),
+          flush=True)
     return kept
+
+
+def plan_total(ests: list) -> str:
+    """The plan's last line: a total only when every run to make was measured here (a run of its config, or its
+    own steps timed); otherwise how many were, and no sum that would pass a guess off as a promise."""
+    n = len(ests)
+    runs = f"{n} experiment run{'s' if n != 1 else ''}"
+    if all(e.measured in ("run", "timed") for e in ests):
+        return f"total ≈ {duration(sum(e.seconds for e in ests))} for {runs}"
+    if all(e.measured for e in ests):
+        return f"total ≥ {duration(sum(e.seconds for e in ests))} for {runs} (some timings stopped early)"
+    done = sum(bool(e.measured) for e in ests)
+    return f"total: not timed ({done} of {runs} timed here; 'featlab reproduce --dry-run' times the rest)"
 
 
 def _run_rivals(e: Experiment, preset: str, out: Path, force: bool, overrides: dict[str, Any],

@@ -238,6 +238,14 @@ class Estimate:
     bytes: float
     how: str
     missing: str = ""
+    measured: str = ""  # "run": a run of this config took it here; "timed": its steps timed here (cached or now);
+    # "floor": timed, but the shortened run stopped early (at least this); "": not timed (a model's lower bound,
+    # perhaps scaled by another run) — the plan then prints no time for it
+
+    def time_text(self) -> str:
+        """'≈ 12 s' (measured), '≥ 3.5 min' (a timing that stopped early) or 'not timed' (nothing measured)."""
+        return {"run": "≈ ", "timed": "≈ ", "floor": "≥ "}.get(self.measured, "") + duration(self.seconds) \
+            if self.measured else "not timed"
 
 
 def calibration(runs: Any, exp: Any, cfg: Any, device_type: str) -> tuple[float, dict[str, Any]] | None:
@@ -277,7 +285,7 @@ def estimate(exp: Any, cfg: Any, *, runs: Any = None, measure: bool | None = Tru
     cal = calibration(runs, exp, cfg, kind) if runs is not None else None
     if cal is not None and cal[1].get("config") == cfg.to_dict():
         return Estimate(cal[0] * floor, mem, f"measured: its {cal[1].get('preset')} run took "
-                        f"{duration(cal[0] * floor)} here", missing)
+                        f"{duration(cal[0] * floor)} here", missing, "run")
     if device is not None and not missing:
         try:
             now = measure or (measure is None and floor > MEASURE_ABOVE_S)
@@ -285,7 +293,7 @@ def estimate(exp: Any, cfg: Any, *, runs: Any = None, measure: bool | None = Tru
         except Exception as e:  # a bug of the shortened run must not hide the plan: the model stands in
             t, why_not = None, f"timing failed: {type(e).__name__}"
         if t is not None:
-            return Estimate(t.seconds, mem, t.how(), missing)
+            return Estimate(t.seconds, mem, t.how(), missing, "floor" if t.stopped else "timed")
     base = "data missing, nothing to time" if missing else why_not or "not timed: --dry-run times it"
     if cal is not None:
         return Estimate(cal[0] * floor, mem, f"{base}; lower bound × {cal[0]:.3g}, scaled from its "
