@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import ConfigError, RunRecordError
 from ..report.tables import run_report
 from ..runs.compare import compare
-from ..runs.index import Runs, find_runs, index_rows, resolve
+from ..runs.index import Runs, find_runs, index_rows, resolve, runs_command
 from ..runs.integrity import UNVERIFIED
 from ..runs.record import RunRecord
 from ..text import fmt_value, table
@@ -127,7 +127,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     ra, rb = (resolve(x, a.out, any_run=a.any_run, warn=_note) for x in (a.a, a.b))
     if ra.dir.resolve() == rb.dir.resolve():
         raise ConfigError(f"both arguments name the same run ({ra.dir}); pass two runs (folders or run ids, "
-                          f"'featlab runs {a.out}' lists them)")
+                          f"'{runs_command(a.out)}' lists them)")
     if ra.experiment != rb.experiment and not a.across:
         raise ConfigError(f"A is a run of {ra.experiment} and B of {rb.experiment}: their claims and metrics are not "
                           f"the same quantities; pass two runs of one experiment, or --across to compare anyway")

@@ -24,7 +24,7 @@ from ..runs.registry import NO_PAPER_PRESET, Experiment, list_experiments, paper
 from ..runs.resources import duration, size
 from ..runs.runner import resolve_config, run
 from ..runs.timing import estimate
-from ..utils import atomic_write, check_writable, json_dumps, json_loads, writing
+from ..utils import atomic_write, check_writable, json_dumps, json_loads, resolve_device, writing
 from .options import add_run_options
 
 GPU_S = 86_400.0  # an experiment estimated above a day on this CPU is left to a GPU machine
@@ -258,6 +258,8 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     if not todo and not not_run:
         raise ConfigError(f"--preset: no experiment of this reproduction has a preset {a.preset!r}")
     configs = [resolve_config(e.id, p, overrides=per_exp[e.id])[1] for e, p in todo]  # bad overrides fail here
+    for cfg in {c.device for c in configs}:  # device=cuda on a machine without one: exit 2 before any work
+        resolve_device(cfg)
     absent = dict(not_run)
     todo = print_plan(todo, configs, not_run, Path(a.out), measure=True if a.dry_run else None)
     for exp_id, why in absent.items():  # after the plan: those with no such preset, or a smoke test only

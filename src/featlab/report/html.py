@@ -188,8 +188,11 @@ def _run(ev: ExpView, rv: RunView) -> str:
         out.append(f"<p class='bad'>made by featlab {_e(made)}, not this version: "
                    f"<code>featlab run {_e(ev.id)} --force</code> redoes it</p>")
     out.append(_claims(rv))
-    for f in rec.figures:
-        out.append(_img(f, f"{ev.id}: {f.stem}"))
+    if rv is ev.runs[0]:  # the latest run's figures are embedded; older ones (--all) named: a page stays small
+        out += [_img(f, f"{ev.id}: {f.stem}") for f in rec.figures]
+    elif rec.figures:
+        out.append(f"<p class='muted'>figures (embedded for the latest run only): "
+                   f"{', '.join(f'<code>{_e(f)}</code>' for f in rec.figures)}</p>")
     notes = [n for n in s.get("notes") or [] if str(n).strip()]
     if notes:
         out.append("<h4>Notes (assumptions in force, what does not reproduce and why)</h4><ul class='notes'>"

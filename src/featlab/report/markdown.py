@@ -23,8 +23,10 @@ from .tables import matrix_rows
 
 
 def _t(v) -> str:
-    """Free text from a record: ``<``, ``>`` and ``&`` escaped (as in the HTML page), newlines flattened."""
-    return " ".join(escape(str(v), quote=False).split())
+    """Free text from a record: ``<``, ``>`` and ``&`` escaped (as in the HTML page), newlines flattened, and no
+    Markdown link can be formed (``](`` and ``]:`` escaped): a ``[x](javascript:...)`` in a note stays text."""
+    text = " ".join(escape(str(v), quote=False).split())
+    return text.replace("](", "]\\(").replace("]:", "]\\:")
 
 
 def _code(v) -> str:
@@ -120,7 +122,9 @@ def _run(ev: ExpView, rv: RunView, figs: _Figures) -> list[str]:
                         [[_t(a.get("ref", "")), _t(a.get("text", "")),
                           "✓ met" if a.get("met") else "✗ broken on purpose", _t(a.get("why", ""))] for a in regime])]
     out += _claims(rv)
-    for f in rec.figures:
+    if rv is not ev.runs[0] and rec.figures:  # --all: only the latest run's figures are copied beside the page
+        out += [f"Figures (copied for the latest run only): {', '.join(_code(f) for f in rec.figures)}", ""]
+    for f in rec.figures if rv is ev.runs[0] else []:
         link = figs.link(f, f"{ev.id}-{rec.dir.name}-{f.name}")
         alt = _t(f"{ev.id}: {f.stem}").replace("[", "(").replace("]", ")")  # a bracket would end the alt text
         out += [f"![{alt}]({link})" if link else f"*figure missing: {_t(f)}*", ""]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -30,6 +31,26 @@ def write_report(report: Report, html_path: str | Path, flag: str = "--out", kep
     or not at all (figures first, so the twin never links a missing one); a full disk or a read-only folder is
     one line naming the file (``flag``: the option that chose the destination; ``kept``: what the user keeps)."""
     html_path = check_report(html_path, flag)
-    with writing(flag, kept):
-        md = write_markdown(report, html_path.with_suffix(".md"))
-        return [write_html(report, html_path), md]
+    md_path = html_path.with_suffix(".md")
+    figures = files_dir(md_path)
+    had = {p for p in (md_path, figures) if p.exists()} | (set(figures.iterdir()) if figures.is_dir() else set())
+    try:
+        with writing(flag, kept):
+            md = write_markdown(report, md_path)
+            return [write_html(report, html_path), md]
+    except BaseException:  # refused half-way (a full disk): nothing of this report stays, a user's files do
+        _remove_new(md_path, figures, had)
+        raise
+
+
+def _remove_new(md_path: Path, figures: Path, had: set[Path]) -> None:
+    """Remove what a failed :func:`write_report` added: figures copied into the files folder (the folder too when
+    it made it and it is empty), and the Markdown twin when there was none before."""
+    for p in (list(figures.iterdir()) if figures.is_dir() else []):
+        if p not in had and p.is_file():
+            p.unlink(missing_ok=True)
+    if figures not in had:
+        with suppress(OSError):
+            figures.rmdir()
+    if md_path not in had:
+        md_path.unlink(missing_ok=True)

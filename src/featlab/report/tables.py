@@ -17,7 +17,11 @@ def interval_text(c: dict[str, Any]) -> str:
     iv = c.get("interval")
     if not iv:
         return "exact"
-    return f"[{fmt_value(iv[0])}, {fmt_value(iv[1])}] ({c.get('n')} {c.get('unit') or 'units'})"
+    unit = c.get("unit") or "units"
+    if c.get("n") == 1 and unit.split(" ")[0].endswith("s"):  # '1 seed', never '1 seeds'
+        first, _, rest = unit.partition(" ")
+        unit = first[:-1] + (f" {rest}" if rest else "")
+    return f"[{fmt_value(iv[0])}, {fmt_value(iv[1])}] ({c.get('n')} {unit})"
 
 
 def verdict_text(c: dict[str, Any]) -> str:

@@ -132,14 +132,19 @@ def resolve(target: str, out: str | Path, *, any_run: bool = False,
         raise RunRecordError(broken[0])
     if not hits and broken:
         raise RunRecordError(f"run id {target!r} names {len(broken)} unreadable runs under {str(out)!r}; give more "
-                             f"characters ('featlab runs {out}' lists them)")
+                             f"characters ('{runs_command(out)}' lists them)")
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
         raise RunRecordError(f"run id {target!r} is ambiguous under {str(out)!r} "
                              f"({', '.join(str(h.dir) for h in hits[:3])}); give more characters")
     raise RunRecordError(f"{target!r} is neither a run folder, an experiment id nor a run id under {str(out)!r}; "
-                         f"'featlab runs {out}' lists the runs")
+                         f"'{runs_command(out)}' lists the runs")
+
+
+def runs_command(out: str | Path) -> str:
+    """'featlab runs' for the default folder (never 'featlab runs runs'), else 'featlab runs OUT'."""
+    return "featlab runs" if Path(out) == Path("runs") else f"featlab runs {out}"
 
 
 def preset_config(experiment: str, preset: str) -> dict[str, Any] | None:
