@@ -22,9 +22,9 @@ def good_and_bad(tmp_path, monkeypatch):
     bad = tmp_path / "bad" / "FashionMNIST" / "raw"
     (bad / "t10k-images-idx3-ubyte.gz").write_bytes(b"not the file")
     monkeypatch.setenv("FEATLAB_DATA", str(tmp_path / "bad"))
-    monkeypatch.setattr(image_files, "SYSTEM_COPIES", {"fashionmnist": ("dataset-fashion-mnist",
-                                                                        str(tmp_path / "good" / "FashionMNIST" / "raw"))})
-    return tmp_path / "good" / "FashionMNIST" / "raw", bad
+    good = tmp_path / "good" / "FashionMNIST" / "raw"
+    monkeypatch.setattr(image_files, "SYSTEM_COPIES", {"fashionmnist": ("dataset-fashion-mnist", str(good))})
+    return good, bad
 
 
 def test_a_damaged_copy_is_reported_beside_the_good_one_found_later(good_and_bad, tmp_path, capsys):

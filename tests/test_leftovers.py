@@ -6,7 +6,6 @@ import errno
 import json
 import os
 
-import pytest
 import torch
 
 from featlab.cli import main

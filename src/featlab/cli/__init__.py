@@ -121,7 +121,7 @@ def path_error(e: OSError) -> str:
     fix = {errno.ENAMETOOLONG: "pass a shorter path (each folder name at most 255 bytes)",
            errno.ELOOP: "the path goes through a symbolic link loop; fix the link or pass another path",
            errno.ENOSPC: "free some space or pass a path on another disk",
-           errno.EDQUOT: "free some space or pass a path on another disk"}.get(e.errno, "pass another path")
+           errno.EDQUOT: "free some space or pass a path on another disk"}.get(e.errno or 0, "pass another path")
     return f"cannot use the path {shown}: {e.strerror or e}; {fix}"
 
 

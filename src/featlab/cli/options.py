@@ -9,8 +9,8 @@ from typing import Any, TextIO
 from ..config import load_yaml
 from ..errors import ConfigError
 from ..report.tables import run_report
-from ..runs.registry import get_experiment
 from ..runs.record import RunRecord
+from ..runs.registry import get_experiment
 from ..utils import json_dumps
 
 
@@ -31,8 +31,8 @@ def refuse_stand_in(experiment_id: str, preset: str, overrides: dict[str, Any], 
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", default=DEFAULT_PRESET, help="quick (CPU, about a minute per experiment; default), theory "
-                   "(the theorems' assumptions, where an experiment has it), paper; reproduce takes several, "
+    p.add_argument("--preset", default=DEFAULT_PRESET, help="quick (CPU, about a minute per experiment; default), "
+                   "theory (the theorems' assumptions, where an experiment has it), paper; reproduce takes several, "
                    "comma-separated, and shows their verdicts side by side")
     p.add_argument("--out", default="runs", help="output folder (default ./runs)")
     p.add_argument("--force", action="store_true", help="retrain even if an identical complete run exists")

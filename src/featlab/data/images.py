@@ -184,28 +184,34 @@ def locate(name: str, root: str | Path = "data") -> Location:
         loc.found = "bundled with scikit-learn (no download)"
         return loc
     spec = SPECS[key]
-    if isinstance(spec, IdxSpec):
-        places = [(f, f) for f in _idx_folders(spec, root)]
-        check = _idx_copy
-    else:
-        places = [(r, r) for r in data_roots(root)]
-        check = _cifar_copy
-    for base, where in places:
-        state, detail = check(spec, where)
+    for place, state, detail in _copies(spec, root):
         if state == "ok" and loc.found is None:
-            loc.found, loc.root = detail, base
+            loc.found, loc.root = detail, place
         elif state == "corrupt":
             loc.bad.append(detail)
         elif state == "missing":
-            loc.missing.append((where if isinstance(spec, IdxSpec) else where / spec.folder, detail))
+            loc.missing.append((place if isinstance(spec, IdxSpec) else place / spec.folder, detail))
     return loc
 
 
-def _load_idx(spec: IdxSpec, root: Path) -> ImageData:
+def _copies(spec: IdxSpec | CifarSpec, root: str | Path) -> list[tuple[Path, str, str]]:
+    """(place, 'ok' / 'missing' / 'corrupt', detail) of every copy on the search path, in search order: an IDX
+    dataset's folders (data roots, then a system copy), a CIFAR dataset's data roots."""
+    if isinstance(spec, IdxSpec):
+        return [(f, *_idx_copy(spec, f)) for f in _idx_folders(spec, root)]
+    return [(r, *_cifar_copy(spec, r)) for r in data_roots(root)]
+
+
+def _found(spec: IdxSpec | CifarSpec, root: str | Path) -> Path:
+    """Where :func:`locate` found a verified copy (an IDX folder, a CIFAR data root); else its one-line reason."""
     loc = locate(spec.name, root)
-    if loc.found is None:
+    if loc.root is None:
         raise DataError(f"{spec.name}: {loc.text()}; {where_to_get(spec, root)}")
-    folder = loc.root
+    return loc.root
+
+
+def _load_idx(spec: IdxSpec, root: Path) -> ImageData:
+    folder = _found(spec, root)
     got = {stem: _idx_file(spec, folder, stem) for stem in _IDX_FILES}
     arr = {s: parse_idx(blob, f"{folder / s}") for s, (blob, _) in got.items() if blob is not None}
     xtr, ytr, xte, yte = (arr[s] for s in _IDX_FILES)
@@ -220,10 +226,7 @@ def _load_idx(spec: IdxSpec, root: Path) -> ImageData:
 
 def _cifar_found(spec: CifarSpec, root: str | Path) -> tuple[dict[str, bytes], str]:
     """CIFAR's verified files from the copy :func:`locate` finds; else its one-line reason (damaged copies first)."""
-    loc = locate(spec.name, root)
-    if loc.found is None:
-        raise DataError(f"{spec.name}: {loc.text()}; {where_to_get(spec, root)}")
-    return cifar_blobs(spec, loc.root)
+    return cifar_blobs(spec, _found(spec, root))
 
 
 # ------------------------------------------------------------------------------------------ digits
