@@ -31,7 +31,8 @@ def control_inputs(exp_id, tmp_path, monkeypatch):
         make_cifar100(tmp_path, monkeypatch)
     else:
         return "quick", {}
-    extra = (dict(n_attack=4, pgd_steps=2, apgd_steps=2, apgd_targets=1, square_queries=2, ddn_steps=2)
+    extra = (dict(n_attack=4, pgd_steps=2, apgd_steps=2, apgd_targets=1, square_queries=2, ddn_steps=2, fmn_steps=2,
+                  alma_steps=2, min_norm_starts=1)
              if exp_id.startswith("fa-") else {})
     if exp_id == "fa-resnet-fmnist":  # no paper preset (the paper did not run FashionMNIST): its real-data one
         return "cpu-real", dict(toy_img, data_root=str(tmp_path), train_subset=None, **extra)

@@ -13,7 +13,7 @@ from featlab.errors import DataError
 
 TINY_MM = dict(seeds=2, epochs=2, width=4, batch_size=200)
 TINY_FA = dict(seeds=1, epochs=2, width=4, radii=[0, 0.3, 0.6], n_attack=60, pgd_steps=3, apgd_steps=3,
-               square_queries=3, ddn_steps=5)
+               square_queries=3, ddn_steps=5, fmn_steps=5, alma_steps=5, min_norm_starts=1, apgd_targets=1)
 
 
 def test_mm_spurious_digits_end_to_end(out):
@@ -90,7 +90,7 @@ def test_fa_resnet_digits_end_to_end(out):
     assert any("attack-failure indicators" in n for n in rec.summary["notes"])
     table = pd.read_parquet(rec.dir / "attacks.parquet")  # per point: which attack broke it, at which radius
     assert len(table) == 2 * 60 and set(table.arm) == {"binary", "multiclass"}
-    assert {"r_apgd-ce", "r_apgd-t", "r_ddn", "r_square", "broken_by", "ddn_distance"} <= set(table.columns)
+    assert {"r_apgd-ce", "r_apgd-t", "r_ddn", "r_square", "broken_by", "min_norm_distance"} <= set(table.columns)
     for h in ("binary", "multiclass"):
         t = table[table.arm == h]
         broken = t.clean_correct & ~t.broken_by.isin(["", "clean"])

@@ -59,6 +59,7 @@ from .deep_claims import (
     clean_claims,
     fig3_clean,
 )
+from .diagnoses import diagnosed
 
 
 class FAResNetConfig(AttackFields, ImageTrainFields):
@@ -304,14 +305,13 @@ FA_CITES = {"mnist": {"dataset": _S62 + "MNIST", "epochs": _S62 + "100 epochs on
 _SHARED_CITES = {"model": _S62 + "ResNet18 models trained from scratch", "width": _S62 + "ResNet18 (64 channels in "
                  "its first stage)", **dict.fromkeys(("batch_size", "optimizer", "momentum", "weight_decay"), _SGD)}
 TINY = {"seeds": 1, "epochs": 1, "width": 2, "augment": True, "radii": [0, 0.3], "n_attack": 8, "pgd_steps": 2,
-        "apgd_steps": 2, "apgd_targets": 1, "square_queries": 2, "ddn_steps": 2}
-# the quick presets' ensemble [paper silent]: a CPU budget (the paper presets keep AutoAttack's), the stronger
-# budget's check on the first seed's curves
-QUICK_ATTACK = {"apgd_steps": 20, "apgd_targets": 1, "square_queries": 10, "ddn_steps": 16, "check_seeds": 1,
-                "check_points": 50}
+        "apgd_steps": 2, "apgd_targets": 1, "square_queries": 2, "ddn_steps": 2, "fmn_steps": 2, "alma_steps": 2}
+# the quick presets' ensemble [paper silent]: a CPU budget (the paper presets: AutoAttack's), checks on seed 0
+QUICK_ATTACK = {"apgd_steps": 20, "apgd_targets": 5, "square_queries": 10, "ddn_steps": 16, "check_seeds": 1,
+                "check_points": 50, "fmn_steps": 50, "alma_steps": 50, "min_norm_starts": 2}
 experiment("fa-resnet-digits", paper="feature-averaging", reference=FA_REF + " on 8×8 digits",
-           summary=FA_SUMMARY + " (8×8 digits, small CNN, CPU)", config=FAResNetConfig, claims=CLAIMS,
-           controls=[COARSE_DIGITS], assumptions=[SETTING_DIGITS, TRAINED_DIGITS, ATTACK_DIGITS],
+           summary=FA_SUMMARY + " (8×8 digits, small CNN, CPU)", config=FAResNetConfig, controls=[COARSE_DIGITS],
+           claims=diagnosed(CLAIMS, "fa-resnet-digits"), assumptions=[SETTING_DIGITS, TRAINED_DIGITS, ATTACK_DIGITS],
            presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 16, "seeds": 3, "epochs": 30,
                               "batch_size": 128, "optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "cpu_threads": 1,
                               "weight_decay": 5e-4, "schedule": "cosine",

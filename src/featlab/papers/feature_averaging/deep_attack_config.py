@@ -12,7 +12,8 @@ class AttackFields(BaseModel):
     ATTACK_FIELDS: ClassVar[frozenset[str]] = frozenset({
         "radii", "n_attack", "pgd_steps", "pgd_step_factor", "pgd_restarts", "attack", "apgd_steps", "apgd_restarts",
         "apgd_targets", "square_queries", "ddn_steps", "check_factor", "check_seeds", "attack_schedule",
-        "check_points", "boundary_steps", "boundary_step"})
+        "check_points", "boundary_steps", "boundary_step", "fmn_steps", "alma_steps", "min_norm_starts",
+        "check_family", "min_norm_attacks"})
 
     radii: list[float] = Field([round(0.08 * i, 2) for i in range(11)], description="ℓ2 radii in [0,1] pixel units")
     n_attack: int | None = Field(None, ge=1, description="attack the first n test images (None: all)")
@@ -34,6 +35,24 @@ class AttackFields(BaseModel):
                                 "radius", json_schema_extra={"range": [5000, 2500, 10000]})
     ddn_steps: int = Field(100, ge=1, description="[paper silent] DDN (minimum-norm) iterations, once per point",
                            json_schema_extra={"range": [100, 50, 200]})
+    min_norm_attacks: list[Literal["ddn", "fmn", "alma"]] = Field(
+        ["ddn", "fmn", "alma"], min_length=1, description="[paper silent; our choice] the minimum-norm stage's "
+        "attacks (probes/min_norm.py): DDN, FMN, ALMA; ['ddn'] is the former stage", json_schema_extra={
+            "range": [["ddn", "fmn", "alma"], ["ddn"]]})
+    fmn_steps: int = Field(100, ge=1, description="[paper silent; our choice] FMN "
+                           "(minimum-norm, Pintor et al. 2021) iterations per start",
+                           json_schema_extra={"range": [100, 50, 300]})
+    alma_steps: int = Field(100, ge=1, description="[paper silent; our choice] ALMA (augmented-Lagrangian minimum "
+                            "norm, Rony et al. 2021) iterations per start", json_schema_extra={"range": [100, 50, 300]})
+    min_norm_starts: int = Field(2, ge=1, description="[paper silent; our choice] FMN's and ALMA's starts: from the "
+                                 "image, then from random points of the ball of half the largest radius",
+                                 json_schema_extra={"range": [2, 1, 4]})
+    check_family: Literal["auto", "ddn", "fmn", "alma", "apgd-dlr", "none"] = Field(
+        "auto", description="[paper silent; our choice] the convergence check's other attack family, run on the "
+        "stronger budget's subsample from what the ensemble left (probes/family_check.py): 'auto' a minimum-norm "
+        "family the schedule did not use, else APGD with the targeted DLR loss against every class of the other "
+        "group; a point it moves at a transition radius flags the curve", json_schema_extra={
+            "range": ["auto", "apgd-dlr", "none"]})
     check_factor: int = Field(2, ge=2, description="[paper silent] the convergence indicator's stronger budget: this "
                               "many times the steps, restarts and queries of every attack but margin PGD",
                               json_schema_extra={"range": [2, 4]})
@@ -71,19 +90,32 @@ class AttackFields(BaseModel):
         if self.attack == "pgd":
             per = {"clean": 3, "pgd": grad["pgd"] * (len(self.radii) + 1) / 2}  # ascending on survivors
         elif self.attack_schedule == "full":
-            per = {"clean": 3, "ddn": 2 * self.ddn_steps + 3, "pgd": grad["pgd"] * (len(self.radii) + 1) / 2,
+            per = {"clean": 3, **self._min_norm_passes(),
+                   "pgd": grad["pgd"] * (len(self.radii) + 1) / 2,
                    **{k: v for k, v in grad.items() if k != "pgd"}, "large": 0.01 * grad["apgd-ce"]}
         else:  # the boundary stage: one warm-started PGD per point DDN broke (taken as all), plus its re-check
-            per = {"clean": 3, "ddn": 2 * self.ddn_steps + 3, "boundary": 2 * self.boundary_steps + 4 if
-                   self.boundary_steps else 0, **{k: v for k, v in grad.items() if k != "pgd"},
-                   "large": 0.01 * grad["apgd-ce"]}
+            per = {"clean": 3, **self._min_norm_passes(), "boundary": 2 *
+                   self.boundary_steps + 4 if self.boundary_steps else 0,
+                   **{k: v for k, v in grad.items() if k != "pgd"}, "large": 0.01 * grad["apgd-ce"]}
         f = self.check_factor
-        check = {"check." + k: v for k, v in {"ddn": 2 * f * self.ddn_steps + 3, "apgd-ce": 2 * (2 * f * self.apgd_steps
+        check = {"check." + k: v for k, v in {"apgd-ce": 2 * (2 * f * self.apgd_steps
                  * self.apgd_restarts + 1), "apgd-t": 2 * f * self.apgd_steps * self.apgd_targets + 1,
-                 "square": f * self.square_queries + 1}.items()} if self.attack == "ensemble" else {}
+                 "square": f * self.square_queries + 1, **self._min_norm_passes(f)}.items()} \
+            if self.attack == "ensemble" else {}
+        if self.attack == "ensemble" and self.check_family != "none":  # apgd-dlr at about one grid radius per point
+            check["check.family"] = 2 * self.apgd_steps * 3 + 1  # against 1 class (2-class net) or 5 (10-class)
         m = n if self.check_points is None else min(self.check_points, n)
         checked = min(int(self.check_seeds or seeds), seeds)
         arms = 2
         out = {k: arms * seeds * n * v for k, v in per.items()}
         out.update({k: arms * checked * m * v for k, v in check.items()})
         return out
+
+    def _min_norm_passes(self, f: int = 1) -> dict[str, float]:
+        """The minimum-norm stage's point-passes per point (``f``: the stronger budget's factor on steps and
+        starts): per start (DDN: one) a clean forward, 2 per step, a last forward (ALMA: one more, its margin's
+        scale at x), then one re-verification."""
+        s = self.min_norm_starts * f
+        per = {"ddn": 2 * f * self.ddn_steps + 3, "fmn": s * (2 * f * self.fmn_steps + 2) + 1,
+               "alma": s * (2 * f * self.alma_steps + 3) + 1}
+        return {k: v for k, v in per.items() if k in self.min_norm_attacks}

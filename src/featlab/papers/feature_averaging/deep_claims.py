@@ -125,14 +125,16 @@ TRAINED_DIGITS = Assumption(
         "2-class arm 93.4 % (training accuracy 95.5 %), so the claims are judged on the points both classify "
         "correctly; the cpu-full preset (100 epochs, width 32) has not been run here")
 ATTACK = Assumption(
-    "attack ensemble", "robust accuracy as the worst case per point over DDN (minimum-norm, first), APGD-CE, "
-    "APGD-T (two-logit wrapper of the read-out) and Square, each around the point's own boundary, every adversarial "
-    "point re-verified: an upper estimate of the true robust accuracy, equally tight for both models (one budget, "
-    "the same random stream); a claim on a curve an attack-failure indicator flags is unverified",
+    "attack ensemble", "robust accuracy as the worst case per point over three minimum-norm attacks (DDN, FMN, "
+    "ALMA: first), APGD-CE, APGD-T (two-logit wrapper of the read-out) and Square, each around the point's own "
+    "boundary, every adversarial point re-verified: an upper estimate of the true robust accuracy, equally tight "
+    "for both models (one budget, the same random stream); a claim on a curve an attack-failure indicator flags "
+    "(a stronger budget, or another attack family, breaking more) is unverified",
     met={"quick": True, "paper": True},
-    why="quick: APGD 20 steps, 1 target, DDN 20 steps, Square 10 queries, the stronger budget's check on 100 points "
-        "of the first seed; paper: AutoAttack's budget (100 steps, 5 targets, 5000 queries), the check on 100 "
-        "points of every seed (§6.2's margin PGD alone: attack_schedule=full)")
+    why="quick: APGD 20 steps, 5 targets, DDN 16 steps, FMN and ALMA 50 steps from 2 starts, Square 10 queries, the "
+        "stronger budget's and another family's (targeted DLR) checks on 50 points of the first seed; paper: "
+        "AutoAttack's budget (100 steps, 5 targets, 5000 queries) plus FMN and ALMA 100 steps from 2 starts, the "
+        "checks on 100 points of every seed (§6.2's margin PGD alone: attack_schedule=full)")
 # digits have no paper preset (the paper did not run them): its cpu-full preset keeps AutoAttack's budget
 ATTACK_DIGITS = Assumption(ATTACK.ref, ATTACK.text, met={"quick": True, "cpu-full": True},
                            why=ATTACK.why.replace("; paper:", "; cpu-full:"))

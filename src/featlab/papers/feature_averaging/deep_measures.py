@@ -26,24 +26,28 @@ from ...data.images import ImageData
 from ...nn.twolayer import logit_margin_readout
 from ...placement import to_host, to_numpy
 from ...probes.apgd import binary_logits
-from ...probes.ensemble import AttackBudget, EnsembleResult, robust_masks_ensemble
+from ...probes.ensemble import MIN_NORM, AttackBudget, EnsembleResult, robust_masks_ensemble
+from ...probes.family_check import family_check
 from ...probes.indicators import attack_indicators
 from ...probes.schedule import min_norm_first
 from ...train.image_trainer import predict
 from ...utils import generator
 
-ENSEMBLE = ("apgd-ce", "apgd-t", "ddn", "square")  # after margin PGD, in attribution order (gradient-free last)
+# after margin PGD, in attribution order (gradient-free last); the minimum-norm stage DDN, FMN, ALMA (issue 49)
+ENSEMBLE = ("apgd-ce", "apgd-t", "ddn", "fmn", "alma", "square")
 ATTRIBUTION = "attacks.parquet"  # per point: which attack broke it at which radius (one row per arm, seed, point)
 
 
 def attack_budget(cfg, strong: bool = False) -> AttackBudget:
     """The attack budget of both nets of a comparison (the config's fields, one for both); ``strong``: the
     convergence indicator's, ``check_factor``× the steps, restarts and queries of every attack but margin PGD."""
-    attacks = ("pgd",) if cfg.attack == "pgd" else ("pgd", *ENSEMBLE) if cfg.attack_schedule == "full" else ENSEMBLE
+    ens = tuple(a for a in ENSEMBLE if a not in MIN_NORM or a in cfg.min_norm_attacks)
+    attacks = ("pgd",) if cfg.attack == "pgd" else ("pgd", *ens) if cfg.attack_schedule == "full" else ens
     b = AttackBudget(steps=cfg.apgd_steps, restarts=cfg.apgd_restarts, n_targets=cfg.apgd_targets,
                      queries=cfg.square_queries, ddn_steps=cfg.ddn_steps, attacks=attacks,
-                     pgd_steps=cfg.pgd_steps, pgd_step_factor=cfg.pgd_step_factor, pgd_restarts=cfg.pgd_restarts)
-    return replace(b.stronger(cfg.check_factor), attacks=ENSEMBLE) if strong else b
+                     pgd_steps=cfg.pgd_steps, pgd_step_factor=cfg.pgd_step_factor, pgd_restarts=cfg.pgd_restarts,
+                     fmn_steps=cfg.fmn_steps, alma_steps=cfg.alma_steps, min_norm_starts=cfg.min_norm_starts)
+    return replace(b.stronger(cfg.check_factor), attacks=ens) if strong else b
 
 
 @dataclass
@@ -71,7 +75,8 @@ def robust_points(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], c
     adversarial point is re-verified (fresh forward pass, pixels in [0, 1], clipped norm ≤ δ). Both arms of a seed
     draw from the same "attack" stream with the same budget: a paired comparison, and two identical models get
     identical masks. ``check``: also run the stronger budget (the convergence indicator) on what the ensemble left,
-    on a fixed random subsample of ``check_points`` points (its own "check-points" stream).
+    on a fixed random subsample of ``check_points`` points (its own "check-points" stream), and on the same
+    subsample an attack family the schedule did not use (``check_family``: probes/family_check.py).
     """
     x, y = x.to(device), y.to(device)
     kw = dict(event_dims=3, clip=(0.0, 1.0), batch_size=cfg.eval_batch, logits=logits, positive=positive)
@@ -81,7 +86,7 @@ def robust_points(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], c
     else:
         res = robust_masks_ensemble(score, x, y, radii, budget=attack_budget(cfg), frontier=True,
                                     generator=generator(seed, "attack"), **kw)
-    strong, sub = None, None
+    strong, sub, fam = None, None, None
     if check and cfg.attack == "ensemble":  # on a fixed random subsample: its drop carries its own interval
         n = len(y)
         m = n if cfg.check_points is None else min(cfg.check_points, n)
@@ -89,12 +94,17 @@ def robust_points(score, x: torch.Tensor, y: torch.Tensor, radii: list[float], c
         strong = robust_masks_ensemble(score, x[sub], y[sub], radii, budget=attack_budget(cfg, strong=True),
                                        start=res.worst[:, sub], frontier=True,
                                        generator=generator(seed, "attack-check"), **kw)
+        if cfg.check_family != "none":  # another family of attack on the same subsample (probes/family_check.py)
+            fam = family_check(score, x, y, res, sub, budget=attack_budget(cfg), family=cfg.check_family,
+                               generator=generator(seed, "attack-family"), **kw)
     passes = {k: res.passes.total(k) for k in res.passes.to_dict()}
     if strong is not None:
         passes.update({f"check.{k}": strong.passes.total(k) for k in strong.passes.to_dict()})
+    if fam is not None:
+        passes["check.family"] = fam["passes"]
     alone = cfg.attack == "pgd" or cfg.attack_schedule == "full"
     return Attacked(to_host(res.worst), to_host(res.masks["pgd"]) if alone else None, res,
-                    attack_indicators(res, strong=strong, strong_points=sub), passes)
+                    attack_indicators(res, strong=strong, strong_points=sub, family=fam), passes)
 
 
 def score_fn(model, head: str, pos_mask: torch.Tensor):
@@ -145,6 +155,7 @@ def indicator_values(ind: dict) -> dict[str, float]:
     return {"eps0_gap": val("eps0_clean"), "monotone_rise": val("monotone"), "acc_at_large_radius": val("reaches_zero"),
             "unverified": val("verified", lambda v: float(sum(v.values()))), "zero_grad_share": val("zero_gradient"),
             "masking_gap": val("masking", lambda v: max(v.values())), "convergence_drop": val("convergence"),
+            "family_drop": val("family"), "family_moved": float(c["family"]["moved"]) if "family" in c else math.nan,
             "flagged": float(len(ind["flagged"]))}
 
 
@@ -164,14 +175,19 @@ def record_attacks(ctx, atts: dict[str, list[Attacked]]) -> bool | None:
         flags = sorted({f for a in lst for f in a.indicators["flagged"]})
         checked = sum("convergence" in a.indicators["checks"] for a in lst)
         ok.append(not flags)
+        fams = [a.indicators["checks"]["family"] for a in lst if "family" in a.indicators["checks"]]
+        fam = "; another family: " + ", ".join(
+            f"{c['family']} moved {c['moved']} of {c['n']} ({c['moved_at_transition']} at transition radii; largest "
+            f"drop {100 * c['value']:.1f} pts, break radius lowered by up to {c['radius_shift']:.3g})"
+            for c in fams) if fams else ""
         lines.append(f"{h}: {', '.join(flags) if flags else 'none flagged'} ({len(lst)} curves; stronger budget on "
-                     f"{checked})")
+                     f"{checked}{fam})")
         for s, a in zip(ctx.seeds, lst):
             frames.append(a.result.attribution().drop(columns="replica").assign(arm=h, seed=s))
     if not ok:
         return None
     ctx.note("attack-failure indicators (ε=0 = clean, monotone, a large ε reaches 0 %, re-verified, zero gradient, "
-             "masking, stronger budget): " + "; ".join(lines))
+             "masking, stronger budget, another attack family): " + "; ".join(lines))
     if frames:
         pd.concat(frames, ignore_index=True).to_parquet(ctx.dir / ATTRIBUTION, index=False)
     return all(ok)
