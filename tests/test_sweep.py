@@ -20,7 +20,7 @@ def tiny(*swept):
 
 def test_grid_is_the_cartesian_product():
     g = grid(["k=4,6", "eta=1e-3,1e-2", "radii=[0,2]"])
-    assert len(g) == 4 and g[0] == {"k": 4, "eta": "1e-3", "radii": [0, 2]}
+    assert len(g) == 4 and g[0] == {"k": 4, "eta": 1e-3, "radii": [0, 2]}
     with pytest.raises(ConfigError):
         grid(["k"])
 
