@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from . import yaml_input
 from .errors import ConfigError
+from .utils import resolve_device
 
 INT64_MAX = 2**63 - 1  # what parquet, JSON readers and torch hold exactly
 BIG_INT_MAX = 10**30  # fields in BIG_INTS (a dimension that only scales a simulation) may go beyond int64
@@ -68,11 +69,15 @@ class ExperimentConfig(BaseModel):
     # inf/nan are refused for every float field (learning rates, scales, radii): they only end in failed runs
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False, allow_inf_nan=False)
     BIG_INTS: ClassVar[frozenset[str]] = frozenset({"d"})  # may exceed int64: d = k^20 in a reduced simulation
+    # what device=auto picks on a machine with CUDA: "cpu" for an experiment of small launch-bound nets measured
+    # slower on a GPU than on a 2-core CPU (docs/performance.md, "device=auto"); "cuda" for the rest
+    AUTO_DEVICE: ClassVar[str] = "cuda"
 
     seeds: int = Field(4, ge=1, description="number of replicas (independent seeds) trained at once")
     seed: int = Field(0, ge=0, le=2**62, description="first seed; replica i uses seed + i")
     dtype: Literal["float32", "float64"] = Field("float32", description="float64 for theory-regime runs")
-    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto = cuda when present")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto = cuda when present (unless this "
+                                                   "experiment's small nets were measured faster on the CPU)")
     probe_every: int = Field(10, ge=1, description="steps between two measurements during training")
 
     @field_validator("*", mode="before")
@@ -136,9 +141,22 @@ class ExperimentConfig(BaseModel):
         CPU run, nor the reverse: their kernels sum in another order, their numbers differ."""
         cfg = self.to_dict()
         if "device" in cfg:
-            cfg["device"] = device or device_kind(str(cfg["device"]))
+            cfg["device"] = device or self.device_kind()
         blob = json.dumps({"experiment": experiment_id, "config": cfg}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+    def device_kind(self) -> str:
+        """The kind of device this config's ``device`` resolves to here (auto: see ``AUTO_DEVICE``)."""
+        if self.device == "auto" and self.AUTO_DEVICE == "cpu":
+            return "cpu"
+        return device_kind(str(self.device))
+
+    def run_device(self) -> torch.device:
+        """``device`` resolved for a run: auto is CUDA when present unless ``AUTO_DEVICE`` is "cpu"; a CUDA device
+        the machine lacks is refused (one line)."""
+        return torch.device("cpu") if self.device_kind() == "cpu" and self.device == "auto" else \
+            resolve_device(str(self.device))
 
 
 def device_kind(device: str) -> str:

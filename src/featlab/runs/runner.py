@@ -18,7 +18,6 @@ import torch
 from ..config import build_config, load_yaml
 from ..errors import ConfigError, RunRecordError, TrainingDiverged
 from ..text import safe_print
-from ..utils import resolve_device
 from .claims import Control
 from .context import RunContext
 from .provenance import collect_provenance, versions
@@ -56,7 +55,7 @@ def preflight(exp, cfg, out: str | Path, quiet: bool = False, timed: bool = True
     folder that is a file or not writable, a ``*_dir`` field naming a file, more memory than the machine has
     available, or months of work (``cfg.estimate()``). Each refusal is one line naming the field or flag to fix.
     Returns the run's device: ``cfg.device`` resolved, here and only here, for the whole run."""
-    device = resolve_device(cfg.device)
+    device = cfg.run_device()
     check_out(Path(out) / exp.id)
     for name, value in cfg:
         if name.endswith("_dir") and isinstance(value, str) and value and os.path.lexists(value) \
@@ -97,7 +96,7 @@ def check_resources(experiment_id: str, cfg, quiet: bool = False,
     bound exceeds ten minutes (and not a day) has its own steps timed here (featlab.runs.timing, cached), and that
     estimate decides (``timed=False``: a budgeted run, which stops by itself, is not timed first)."""
     needs = cfg.estimate() if hasattr(cfg, "estimate") else []
-    dev = device if device is not None else resolve_device(cfg.device)
+    dev = device if device is not None else cfg.run_device()
     # On the CPU every term shares one memory. On a GPU every tensor ends on the device, and the data terms are
     # also drawn (or read) in host memory first: each memory is checked against its own free space.
     host_terms = needs if dev.type != "cuda" else [n for n in needs if n.host]
@@ -225,7 +224,7 @@ def _work_units(exp, cfg, out, run_id: str, device: torch.device) -> None:
 def _complete_run(exp, cfg, out: str | Path) -> RunRecord | None:
     """The complete run of this config already in ``out``, found without writing anything (no lock, no repair)."""
     try:
-        run_id = cfg.digest(exp.id, resolve_device(cfg.device).type)
+        run_id = cfg.digest(exp.id, cfg.run_device().type)
     except ConfigError:  # the device itself is the mistake: the preflight's error stands
         return None
     return RunWriter(out, exp.id, run_id).existing()

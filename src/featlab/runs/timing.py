@@ -36,7 +36,7 @@ from .. import meter
 from .._version import __version__
 from ..config import build_config
 from ..errors import ConfigError, TrainingDiverged
-from ..utils import atomic_write, resolve_device
+from ..utils import atomic_write
 from .context import RunContext
 from .resources import duration, lower_bound
 
@@ -277,7 +277,7 @@ def estimate(exp: Any, cfg: Any, *, runs: Any = None, measure: bool | None = Tru
     needs = cfg.estimate()
     mem, missing = sum(n.bytes for n in needs), next((n.missing for n in needs if n.missing), "")
     try:
-        device, why_not = resolve_device(cfg.device), ""
+        device, why_not = cfg.run_device(), ""
     except ConfigError:
         device, why_not = None, f"no {cfg.device} device here"
     kind = device.type if device is not None else str(cfg.device)

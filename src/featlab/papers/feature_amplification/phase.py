@@ -21,7 +21,7 @@ Decisions where the issue is silent [paper silent]:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -37,6 +37,7 @@ from .phase_plots import phase_figure
 
 
 class RFAPhaseConfig(RFABase):
+    AUTO_DEVICE: ClassVar[str] = "cpu"  # small launch-bound nets: slower on an H200 than here
     etas: list[float] = Field([0.0, 0.1, 0.2, 0.3], min_length=1, description="noise rates η")
     n: int = Field(40, ge=1, description="training points n (fixed; d/n moves with d)")
     ds: list[int] = Field([4, 13, 40, 130, 400], min_length=2, description="input dimensions d")
