@@ -10,6 +10,16 @@ def claims(res):
     return {c["id"]: c for c in res.claims}
 
 
+def every_seed_passed(c: dict) -> bool:
+    """A claim about every seed (a per-seed pass count) where every seed of a small run passed: inconclusive by its
+    Clopper–Pearson interval (5 of 5: [0.478, 1]), the best a run of so few seeds can say."""
+    unit = c.get("unit", "")
+    if "share passing: " not in unit:
+        return False
+    k, _, n = unit.partition("share passing: ")[2].rstrip(")").partition(" of ")
+    return k == n and c["status"] == "inconclusive"
+
+
 def assert_all_hold(res, but=()):
     """Every claim held — or, on fewer than 5 seeds, inconclusive by the minimum-units rule with its interval on the
     holding side (featlab.runs.uncertainty: 5 nets decide a claim; the interval is still judged)."""
@@ -18,7 +28,8 @@ def assert_all_hold(res, but=()):
 
     bad = [f"{c['id']}: {c['status']}, measured {c['measured']} vs {c['threshold']}" for c in res.claims
            if c["id"] not in but and c.get("kind") != "measurement"
-           and not (c["status"] == "held" or (c.get("by_rule") == "held" and c.get("settle", 0) >= MIN_UNITS))]
+           and not (c["status"] == "held" or (c.get("by_rule") == "held" and c.get("settle", 0) >= MIN_UNITS)
+                    or every_seed_passed(c))]
     assert not bad, bad
 
 
@@ -76,7 +87,8 @@ def test_lr_ablation_at_the_papers_values_reports_the_non_reproduction(out):
     that a large η breaks averaging is reported as not holding (see docs), not hidden."""
     res = featlab.run("fa-ablation-lr", "quick", out=out, seeds=1)
     c = claims(res)
-    assert c["fa.ablation_lr.fa_when_small"]["holds"]
+    assert every_seed_passed(c["fa.ablation_lr.fa_when_small"])  # 1 of 1 seed: inconclusive, the seed passed
+    assert "passing: 0 of 1" in c["fa.ablation_lr.breaks_when_large"]["unit"]  # the seed still averages at 1e-2
     assert not c["fa.ablation_lr.breaks_when_large"]["holds"]
 
 

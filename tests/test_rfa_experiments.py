@@ -155,7 +155,7 @@ def test_fig2_short_horizon(out):
     c = _claims(rec)
     # test points pooled over seeds are resampled by seed first (a cluster bootstrap)
     assert c["rfa.fig2_high_T"]["unit"].startswith("seeds") and c["rfa.fig2_low_drops"]["unit"].startswith("seeds")
-    assert c["rfa.fig2_high_interpolates"]["status"] == "failed"  # 200 steps: not yet interpolating
+    assert "passing: 0 of" in c["rfa.fig2_high_interpolates"]["unit"]  # 200 steps: no seed interpolates yet
     steps = sorted(rec.metrics.query("metric == 'high.test_acc'")["step"].unique())
     assert steps[:4] == [0, 1, 2, 3] and steps[-1] == 200  # log-spaced probes
 
@@ -177,5 +177,5 @@ def test_fig2_quick_verdicts(out):
     rec = run("rfa-fig2", "quick", out=out, quiet=True)
     st = {k: v["status"] for k, v in _claims(rec).items()}
     assert st == {"rfa.fig2_high_T": "held", "rfa.fig2_low_peak": "failed", "rfa.fig2_low_drops": "held",
-                  "rfa.fig2_low_fits": "inconclusive", "rfa.fig2_high_interpolates": "held",
+                  "rfa.fig2_low_fits": "inconclusive", "rfa.fig2_high_interpolates": "inconclusive",
                   "rfa.fig2_high_benign": "held"}, st

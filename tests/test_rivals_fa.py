@@ -56,9 +56,12 @@ def test_ablation_n_large_init_fails_averaging_at_every_n(tmp_path):
     assert cid in targets
     main = next(c for c in own.claims if c["id"] == cid)
     rival = next(c for c in ctl.claims if c["id"] == cid)
-    assert main["status"] == "held" and main["measured"] >= 1.1  # App. E.1 (Fig 5): averaging at every n
-    assert rival["status"] == "failed" and rival["measured"] < 0.7  # Fig 7: no averaging from the large init
-    assert _cell(main, "large-init")["state"] == "failed"
+    # App. E.1 (Fig 5): averaging at every n, in every seed; Fig 7: no averaging from the large init, in no seed. A
+    # claim about every seed is a per-seed pass count: at quick's few seeds both are inconclusive by their
+    # Clopper–Pearson intervals, so the claim stays unsettled there (6 seeds a side settle it)
+    assert main["measured"] >= 1.1 and main["interval"][1] == 1.0 and "passing: 1 of 1" in main["unit"]
+    assert rival["measured"] < 0.7 and rival["interval"][0] == 0.0 and "passing: 0 of 1" in rival["unit"]
+    assert _cell(main, "large-init")["state"] == "inconclusive" and main["role"] == "unsettled"
 
 
 def test_fine_binary_rival_decouples_and_fails_the_averaging_claims(tmp_path):

@@ -67,3 +67,19 @@ def test_quick_verdicts_only_say_whether_they_agree():
     committed = [_found("p.a", "held"), _found("p.b", "failed"), _found("p.c", "held")]
     quick = [_found("p.a", "held", "quick", role="unsettled"), _found("p.b", "inconclusive", "quick")]
     assert agreement(committed, quick) == {"p.a": "agree", "p.b": "differ (quick: inconclusive)", "p.c": "not run"}
+
+
+def test_no_counted_published_verdict_is_exact_or_rests_on_fewer_than_5_nets():
+    """Every counted verdict in docs/results carries its interval (never 'exact') and, when its units are seeds or
+    nets, at least 5 of them unless it is inconclusive; no published verdict would need over 10⁶ units to settle."""
+    from featlab.runs.uncertainty import MIN_UNITS
+
+    for f in (ROOT / "docs" / "results").rglob("verdicts.json"):
+        for r in json.loads(f.read_text(encoding="utf-8"))["rows"]:
+            v = Verdict.from_dict(r)
+            assert (v.settle or 0) <= 10 ** 6, (f, v.id, v.settle)
+            if not v.counted:
+                continue
+            assert v.interval is not None, (f, v.id)  # not 'exact'
+            few = (v.n or 0) < MIN_UNITS and v.unit.split(" ")[0] in ("seeds", "nets", "runs")
+            assert not few or v.status == "inconclusive", (f, v.id, v.n)

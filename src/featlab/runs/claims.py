@@ -12,12 +12,22 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .diagnosis import Diagnosis
-from .uncertainty import HELD, INCONCLUSIVE, MIN_UNITS, Samples, decide, interval, units_to_settle
+from .uncertainty import (
+    HELD,
+    INCONCLUSIVE,
+    MIN_UNITS,
+    Interval,
+    Samples,
+    clopper_pearson,
+    decide,
+    interval,
+    units_to_settle,
+)
 from .verdict import Verdict
 
 
@@ -175,11 +185,18 @@ class Claim:
     def judge(self, measured: float | str, *, scale: float | None = None, paper_value: float | None = None,
               config: dict[str, Any] | None = None, samples: Samples | None = None,
               statistic: Callable[..., float] | None = None, unit: str = "seeds",
-              converged: bool | None = None, min_units: int = MIN_UNITS) -> Verdict:
+              converged: bool | None = None, min_units: int = MIN_UNITS,
+              per_seed: Sequence[float] | None = None) -> Verdict:
         """The verdict on ``measured``: with ``samples`` (per-unit values; a tuple of arrays for paired ones, reduced
         by ``statistic``, default the mean; a ``Clustered`` sample for points pooled over seeds) by its 95 %
         interval (see runs/uncertainty.py; fewer than ``min_units`` seeds: inconclusive by rule); without, on the
-        value alone. ``converged=False`` (the search the measurement rests on did not converge): unverified."""
+        value alone. ``converged=False`` (the search the measurement rests on did not converge): unverified.
+
+        ``per_seed``: a claim quantified over seeds ("at every seed"): each seed's value passes or fails the
+        threshold, and the verdict is that of the share of seeds passing — its Clopper–Pearson interval above 1/2
+        (most nets behave as the paper says): held; below: failed; else inconclusive, under the minimum-units rule
+        (5 of 5 seeds: [0.478, 1], inconclusive; 6 of 6 settle it). ``measured`` stays the run's statistic (e.g. the
+        worst seed's value)."""
         if isinstance(measured, (int, float)) and not isinstance(measured, bool):
             measured = float(measured)
         statement = fill_fields(self.statement, config or {})
@@ -188,17 +205,51 @@ class Claim:
             text += f" ({self.threshold.text()}, {self.threshold.of} = {scale:.3g})"
         if isinstance(measured, float) and not math.isnan(measured):
             self.threshold.holds(measured, scale)  # raises when a scaled threshold gets no scale
-        iv = interval(samples, statistic, unit=unit) if samples is not None else None
         value = measured if isinstance(measured, float) else math.nan
         bounds = self.threshold.bounds(scale)
-        status = decide(bounds, self.threshold.strict, value, iv, converged, min_units=min_units)
+        if per_seed is not None:  # the share of seeds passing decides, against 1/2
+            iv, value, bounds = pass_count(self.threshold, per_seed, scale)
+            text += f" at each seed; {PASS_RULE}"
+            status = decide(bounds, True, value, iv, converged, min_units=min_units)
+        else:
+            iv = interval(samples, statistic, unit=unit) if samples is not None else None
+            status = decide(bounds, self.threshold.strict, value, iv, converged, min_units=min_units)
         settle = (units_to_settle(bounds, value, iv, min_units=min_units) if status == INCONCLUSIVE and iv is not None
                   else None)
-        alone = decide(bounds, self.threshold.strict, value, iv, converged, min_units=0)  # the interval's own say
+        if per_seed is not None and status == INCONCLUSIVE:
+            settle = seeds_to_settle(value, len(per_seed), min_units)
+        alone = decide(bounds, self.threshold.strict or per_seed is not None, value, iv, converged,
+                       min_units=0)  # the interval's own say
         return Verdict(self.id, statement, self.source, measured, text, status == HELD, paper_value, self.kind,
                        status=status, interval=(iv.lo, iv.hi) if iv else None, n=iv.n if iv else None,
                        unit=iv.unit if iv else "", settle=settle,
                        by_rule=alone if status == INCONCLUSIVE and alone != INCONCLUSIVE else "")
+
+
+PASS_RULE = "held when the 95 % interval of the share of seeds passing lies above 1/2"
+
+
+def pass_count(threshold: Threshold, per_seed: Sequence[float], scale: float | None = None
+               ) -> tuple[Interval, float, tuple[float, None]]:
+    """(the Clopper–Pearson interval of the share of seeds whose value passes ``threshold``, that share, the bounds
+    it is judged against: above 1/2). Never an "exact" verdict on seeds: 5 of 5 is [0.478, 1]."""
+    vals = [float(v) for v in per_seed]
+    k = sum(threshold.holds(v, scale) for v in vals)
+    lo, hi = clopper_pearson(k, len(vals)) if vals else (math.nan, math.nan)
+    iv = Interval(lo, hi, len(vals), f"seeds (share passing: {k} of {len(vals)})", method="clopper-pearson")
+    return iv, k / len(vals) if vals else math.nan, (0.5, None)
+
+
+def seeds_to_settle(share: float, n: int, min_units: int = MIN_UNITS, most: int = 10_000) -> int | None:
+    """The fewest seeds (more than ``n``, at least ``min_units``) whose Clopper–Pearson interval at the same share
+    passing clears 1/2; None when the share is 1/2 (no number of seeds settles it) or NaN."""
+    if not math.isfinite(share) or share == 0.5:
+        return None
+    for m in range(max(n + 1, min_units), most):
+        lo, hi = clopper_pearson(round(share * m), m)
+        if lo > 0.5 or hi < 0.5:
+            return m
+    return None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ the run record. A failed claim is a scientific result, not an error: it is recor
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,19 +101,20 @@ class RunContext:
     def claim(self, claim_id: str, measured: float | str, *, scale: float | None = None,
               paper_value: float | None = None, samples: Samples | None = None,
               statistic: Callable[..., float] | None = None, unit: str = "seeds",
-              converged: bool | None = None) -> Verdict:
+              converged: bool | None = None, per_seed: Sequence[float] | None = None) -> Verdict:
         """Judge the declared claim ``claim_id`` on a measured value (``scale``: the value of its threshold's unit).
 
         ``samples``: the per-unit values behind it (per seed, or per test point pooled over seeds; ``unit`` names
         them), a tuple of equal-length arrays for paired ones reduced by ``statistic`` (default: the mean); the
         verdict is then decided by their 95 % bootstrap interval. ``converged=False``: the search the value rests on
-        did not converge (unverified). A claim judged without samples declares why it is exact (``Claim.exact``; the
-        test suite checks it)."""
+        did not converge (unverified). ``per_seed``: a claim about every seed, judged by the share of seeds whose
+        value passes (``Claim.judge``). A claim judged without samples declares why it is exact (``Claim.exact``;
+        the test suite checks it)."""
         spec = next((c for c in self.declared if c.id == claim_id), None)
         if spec is None:
             raise KeyError(f"{self.experiment_id} judges claim {claim_id!r} that it does not declare")
         v = spec.judge(measured, scale=scale, paper_value=paper_value, config=self.cfg.to_dict(), samples=samples,
-                       statistic=statistic, unit=unit, converged=converged)
+                       statistic=statistic, unit=unit, converged=converged, per_seed=per_seed)
         if self.judges(claim_id):
             self.claims.append(v)
         return v

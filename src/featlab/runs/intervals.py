@@ -10,8 +10,11 @@ Which method a sample gets (issue 32: a percentile bootstrap over few units is n
   ends pushed away from the estimate by κ_n = t_{n−1}·√(n/(n−1)) / z (Hesterberg 2015's expansion: for the mean
   of normal data it gives the t interval; κ_30 = 1.06, κ → 1 as n grows); percentile where BCa is NaN or
   degenerate, and above BCA_MAX_UNITS units (its jackknife costs n² evaluations; its correction is O(n^−½) there).
-* **a Clustered sample** (points pooled over seeds): a two-stage bootstrap — the seeds with replacement, then the
-  points within each drawn seed — whose standard error, times √(G/(G−1)) and Student's t on G − 1 degrees of
+* **a Clustered share** (0/1 points pooled over seeds, the mean): Wilson's score interval at the cluster-robust
+  effective number of points, Student's t on G − 1 degrees of freedom (:func:`clustered_share`): inside [0, 1] by
+  construction, never clipped.
+* **any other Clustered sample** (points pooled over seeds): a two-stage bootstrap — the seeds with replacement,
+  then the points within each drawn seed — whose standard error, times √(G/(G−1)) and Student's t on G − 1 degrees of
   freedom, gives θ̂ ± half-width (the few-cluster correction; the second stage counts the within-seed noise twice,
   so it errs wide when that noise dominates). n is the number of seeds. Every point 0 (or every point 1):
   Clopper–Pearson over the seeds, each one unit (the seeds' spread is not seen, so none is assumed away).
@@ -234,6 +237,10 @@ def _clustered(samples: Clustered, statistic: Callable[..., float] | None, unit:
         return Interval(lo, hi, G, label, method="clopper-pearson over clusters", clustered=True)
     if all(np.ptp(a) == 0 for a in arrs):
         return Interval(theta, theta, G, label, method="point", clustered=True)
+    if statistic is None and len(arrs) == 1 and _binary(arrs[0]):  # a share: bounded by construction
+        codes = np.unique(ids, return_inverse=True)[1].reshape(-1)
+        lo, hi = clustered_share(np.bincount(codes, weights=arrs[0]), np.bincount(codes))
+        return Interval(float(lo), float(hi), G, label, method="wilson (clustered)", clustered=True)
     from scipy.stats import t
 
     boot = cluster_bootstrap(arrs, ids, stat, np.random.default_rng(seed), resamples)
@@ -246,10 +253,28 @@ def _clustered(samples: Clustered, statistic: Callable[..., float] | None, unit:
                             "differs)", clustered=True)
         return Interval(theta, theta, G, label, method="point", clustered=True)
     half = float(t.ppf((1 + CONFIDENCE) / 2, G - 1) * np.sqrt(G / (G - 1)) * np.std(boot, ddof=1))
-    lo, hi = theta - half, theta + half
-    if statistic is None and _binary(arrs[0]):  # a share: its interval stays in [0, 1]
-        lo, hi = max(lo, 0.0), min(hi, 1.0)
-    return Interval(lo, hi, G, label, method="cluster", clustered=True)
+    return Interval(theta - half, theta + half, G, label, method="cluster", clustered=True)
+
+
+def clustered_share(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 95 % interval of a share pooled over G clusters (k successes of n points in each; any leading batch
+    axes): Wilson's score interval — inside [0, 1] by construction, never clipped — at the effective number of
+    points p̂(1 − p̂)/v, v the cluster-robust (ratio-estimator) variance of p̂ with the G/(G − 1) correction, capped
+    at the points counted (a seed effect only shrinks it), with Student's t on G − 1 degrees of freedom for z.
+    Coverage: tests/test_interval_coverage.py (5 seeds × 100 points with a seed effect: ≥ 95 %)."""
+    from scipy.stats import t
+
+    k, n = np.asarray(k, float), np.asarray(n, float)
+    G, N = k.shape[-1], n.sum(-1)
+    p = k.sum(-1) / N
+    v = G / (G - 1) * ((k - p[..., None] * n) ** 2).sum(-1) / N ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.clip(np.where(v > 0, p * (1 - p) / v, N), 1e-9, N)
+    z = t.ppf((1 + CONFIDENCE) / 2, G - 1)
+    den = 1 + z * z / n_eff
+    centre = (p + z * z / (2 * n_eff)) / den
+    half = z / den * np.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff ** 2))
+    return centre - half, centre + half
 
 
 def _binary(a: np.ndarray) -> bool:

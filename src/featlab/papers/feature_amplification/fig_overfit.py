@@ -16,7 +16,7 @@ Decisions where the paper is silent [paper silent]:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,7 @@ from .diagnoses import diagnosed
 
 
 class Fig2Config(RFABase):
+    AUTO_DEVICE: ClassVar[str] = "cpu"  # small launch-bound nets: slower on an H200 than here
     seeds: int = Field(3, ge=1, description="independent seeds [featlab's choice; the paper is silent]")
     means: Literal["random", "axis"] = Field("axis", description="μ1, μ2 = e1, e2, or a random orthonormal pair "
                                              "[featlab's choice; the paper is silent]")
@@ -85,9 +86,8 @@ CLAIMS_FIG2 = [
           why="no number in the paper (\"after the network overfits to the noisy data\"; the theory stops at T, "
               "where none is fitted): our reading, more of them fitted than not"),
     Claim("rfa.fig2_high_interpolates", "d ≫ n: training accuracy at the end, worst seed (interpolation)",
-          "Fig 2 (high-dim)", AtLeast(lo=1), why="\"after reaching the point of interpolation\"",
-          exact="interpolation is a statement about every training point of every seed (the smallest per-seed "
-                "training accuracy), not an estimate"),
+          "Fig 2 (high-dim)", AtLeast(lo=1), why="\"after reaching the point of interpolation\"; a statement about "
+          "every seed: each seed interpolates or not, and the share of seeds that do decides (issue 44)"),
     Claim("rfa.fig2_high_benign", "d ≫ n: test accuracy at the end stays at the optimal 1 − η", "Fig 2 (high-dim)",
           AtLeast(lo=1, of=OPTIMAL), why=WHY_OPTIMAL),
 ]
@@ -186,7 +186,8 @@ def _fig2_measure(ctx, cfg: Fig2Config, name: str, frame: pd.DataFrame, pts: dic
     peak = [probed[int(np.argmax(v))] for v in val]  # first step of the best validation accuracy, per seed
     samples = {"T": _pick(pts, [t_T] * E), "peak": _pick(pts, peak), "end": _pick(pts, [t_end] * E),
                "opt": pts["opt"].reshape(-1), "noisy_fit": pts["noisy_fit"], "noisy_seed": pts["noisy_seed"],
-               "seed": np.repeat(np.arange(E), pts["opt"].shape[-1])}  # each pooled test point's seed
+               "seed": np.repeat(np.arange(E), pts["opt"].shape[-1]),  # each pooled test point's seed
+               "train_acc_end": f[f.step == t_end].sort_values("seed")["train_acc"].to_numpy(float)}  # per seed
     last = g.iloc[-1]
     at_T = g.loc[t_T]
     interp = g.index[(g["train_acc"] >= 1.0)]
@@ -241,7 +242,8 @@ def _fig2_judge(ctx, cfg: Fig2Config, s: dict) -> None:
         ctx.claim("rfa.fig2_low_fits", float(fit.mean()), samples=Clustered(fit, s["low"]["noisy_seed"]),
                   unit="noisy training points")
     if "high" in s:
-        ctx.claim("rfa.fig2_high_interpolates", ctx.metrics["high.train_acc@end_worst_seed"])
+        ctx.claim("rfa.fig2_high_interpolates", ctx.metrics["high.train_acc@end_worst_seed"],
+                  per_seed=s["high"]["train_acc_end"])
 
 
 @experiment(
