@@ -16,7 +16,8 @@
 # same code: `python benchmarks/compare_runs.py CPU_RUNS CUDA_RUNS --table` (every verdict equal?). With PAPER_RUN
 # (default mm-spurious-fmnist when FEATLAB_DATA is given; PAPER_RUN= turns it off) the check instead spends the rest
 # of its budget advancing that experiment's resumable paper run (featlab run --budget, --workers chosen from the
-# benchmark's pN rows unless WORKERS is set), resumed from PACK_IN (a pack an earlier call left) and packed again in
+# benchmark's pN rows unless WORKERS is set), resumed from PACK_IN (a pack an earlier call left; for the FMNIST row
+# by default the committed docs/results/gpu-paper/mm-spurious-fmnist-paper.pack.tgz) and packed again in
 # OUT/paper-pack.tgz: each lent call brings the row closer; `featlab unpack OUT/paper-pack.tgz runs` here, then
 # `featlab run mm-spurious-fmnist --preset paper device=cuda` reads the finished record once every unit is done.
 # GPU_TESTS=0 skips the GPU tests; PYTEST_K selects some; BENCH_PAIRS=0 skips the all-pairs benchmark. The CPU-vs-CUDA
@@ -100,7 +101,8 @@ PAPER_RUN=${PAPER_RUN-${FEATLAB_DATA:+mm-spurious-fmnist}}
 if [[ -n "$PAPER_RUN" ]]; then
   PAPER_OUT=${PAPER_OUT:-/tmp/featlab-paper-runs}  # outside OUT: a warm machine's next call finds it as it was
   mkdir -p "$PAPER_OUT"
-  [[ -n "${PACK_IN:-}" ]] && "${FEATLAB[@]}" unpack "$PACK_IN" "$PAPER_OUT" 2>&1 | tee -a "$OUT/paper.log"
+  [[ "$PAPER_RUN" == mm-spurious-fmnist ]] && PACK_IN=${PACK_IN-docs/results/gpu-paper/mm-spurious-fmnist-paper.pack.tgz}
+  [[ -n "${PACK_IN:-}" && -f "$PACK_IN" ]] && "${FEATLAB[@]}" unpack "$PACK_IN" "$PAPER_OUT" 2>&1 | tee -a "$OUT/paper.log"
   workers=${WORKERS:-$($PY benchmarks/choose_workers.py "$OUT/bench_images.json" "$(( $(left) - 60 ))")}
   echo "gpu_check: $PAPER_RUN --preset paper, $workers worker(s), budget $(( $(left) - 60 )) s" | tee -a "$OUT/paper.log"
   timeout $(( $(left) - 20 )) "${FEATLAB[@]}" run "$PAPER_RUN" --preset paper --out "$PAPER_OUT" device=cuda \
