@@ -82,11 +82,13 @@ class AttackFields(BaseModel):
         radius per point (its boundary: measured 1.0–1.1 visits on fa-resnet-digits quick), the clean pass and
         re-verifications one forward each, APGD-CE at the large radius only on what survives the largest radius
         (taken as 1 %), the stronger budget on ``check_points`` of the first ``check_seeds`` seeds' curves (its
-        APGD-CE, first on what the result left, visits two radii: measured)."""
+        APGD-CE, first on what the result left, visits two radii: measured). APGD-T runs ``apgd_targets`` targets on
+        the k-class net and one (the other logit) on the 2-class net: their mean per arm."""
         if seeds is None:
             seeds = int(getattr(self, "seeds", 1))
+        t = (self.apgd_targets + 1) / 2
         grad = {"pgd": 2 * self.pgd_steps * self.pgd_restarts + 1, "apgd-ce": 2 * self.apgd_steps * self.apgd_restarts
-                + 1, "apgd-t": 2 * self.apgd_steps * self.apgd_targets + 1, "square": self.square_queries + 1}
+                + 1, "apgd-t": 2 * self.apgd_steps * t + 1, "square": self.square_queries + 1}
         if self.attack == "pgd":
             per = {"clean": 3, "pgd": grad["pgd"] * (len(self.radii) + 1) / 2}  # ascending on survivors
         elif self.attack_schedule == "full":
@@ -99,7 +101,7 @@ class AttackFields(BaseModel):
                    **{k: v for k, v in grad.items() if k != "pgd"}, "large": 0.01 * grad["apgd-ce"]}
         f = self.check_factor
         check = {"check." + k: v for k, v in {"apgd-ce": 2 * (2 * f * self.apgd_steps
-                 * self.apgd_restarts + 1), "apgd-t": 2 * f * self.apgd_steps * self.apgd_targets + 1,
+                 * self.apgd_restarts + 1), "apgd-t": 2 * f * self.apgd_steps * t + 1,
                  "square": f * self.square_queries + 1, **self._min_norm_passes(f)}.items()} \
             if self.attack == "ensemble" else {}
         if self.attack == "ensemble" and self.check_family != "none":  # apgd-dlr at about one grid radius per point
