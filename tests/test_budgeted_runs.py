@@ -115,3 +115,20 @@ def test_cli_budget_exit_code(tmp_path, capsys):
     assert main(args) == 3
     assert "1 of 4 units done" in capsys.readouterr().err
     assert main([*args[:4], "--budget", "soon"]) == 2
+
+
+def test_the_published_gpu_share_resumes_with_this_code():
+    """docs/results/gpu-paper's pack reads back whole, and its units belong to the paper preset's run id today (a
+    change to the preset's fields would orphan them: this test then says so)."""
+    from pathlib import Path
+
+    from featlab.runs.pack import read_pack
+    from featlab.runs.runner import resolve_config
+
+    pack_file = Path(__file__).parents[1] / "docs/results/gpu-paper/mm-spurious-fmnist-paper.pack.tgz"
+    blobs = read_pack(pack_file)
+    exp, cfg = resolve_config("mm-spurious-fmnist", "paper", overrides={"device": "cuda"})
+    run_id = cfg.digest(exp.id, "cuda")
+    units = [json.loads(v) for k, v in blobs.items() if "/.units/" in k]
+    assert len(units) >= 5 and {u["run_id"] for u in units} == {run_id}
+    assert all(len(u["results"]["curve"]) == 100 for u in units)  # every kept unit trained its 100 epochs
