@@ -84,6 +84,9 @@ def test_a_record_without_hashes_is_read_as_unverified_and_redone(copy, out, cap
     assert not rec.verified and rec.integrity == "unverified (no hashes)"
     assert main(["show", str(copy)]) == 0
     assert "unverified (no hashes)" in capsys.readouterr().err
+    other = fake_run(out, "bbbbbbbbbbbb", age=60)
+    assert main(["compare", str(other), str(copy)]) == 0
+    assert capsys.readouterr().err.count("unverified (no hashes)") == 2
     assert main(["runs", "--verify", str(out)]) == 0
     assert "unverified (no hashes)" in capsys.readouterr().out
     assert RunWriter(out, "fa-synthetic", copy.name).existing() is None  # what `featlab run` would reuse: nothing

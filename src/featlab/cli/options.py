@@ -51,11 +51,16 @@ def print_run(rec: RunRecord, out: TextIO | None = None) -> None:
     print(run_report(rec.summary, str(rec.dir)), file=out)
 
 
-def warn_other_version(rec: RunRecord) -> None:
-    """The notes a reader prints under a run: made by another featlab version; no content hashes to check."""
+def note_unverified(rec: RunRecord) -> None:
+    """One line on stderr for a record whose files could not be checked (made before content hashes)."""
     if not rec.verified:
         print(f"featlab: note: {rec.dir} is {rec.integrity}: made before featlab recorded content hashes, its files "
               f"could not be checked; the next 'featlab run' of its config redoes it", file=sys.stderr)
+
+
+def warn_other_version(rec: RunRecord) -> None:
+    """The notes a reader prints under a run: no content hashes to check; made by another featlab version."""
+    note_unverified(rec)
     if made := rec.made_by:
         print(f"featlab: warning: this run was made by featlab {made}, not this version; "
               f"`featlab run {rec.experiment} --force` redoes it", file=sys.stderr)

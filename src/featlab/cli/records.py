@@ -14,7 +14,7 @@ from ..runs.index import Runs, find_runs, index_rows, resolve, runs_command
 from ..runs.integrity import UNVERIFIED
 from ..runs.record import RunRecord
 from ..text import fmt_value, table
-from .options import dump_json, warn_other_version
+from .options import dump_json, note_unverified, warn_other_version
 
 
 def register(sub) -> None:
@@ -131,6 +131,8 @@ def cmd_compare(a: argparse.Namespace) -> int:
     if ra.experiment != rb.experiment and not a.across:
         raise ConfigError(f"A is a run of {ra.experiment} and B of {rb.experiment}: their claims and metrics are not "
                           f"the same quantities; pass two runs of one experiment, or --across to compare anyway")
+    for rec in (ra, rb):
+        note_unverified(rec)
     d = compare(ra, rb)
     # marked on stderr in both modes, so --json output stays parseable and the mark is never lost
     if not d["same_preset"] or not d["same_experiment"]:
