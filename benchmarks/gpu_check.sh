@@ -91,7 +91,7 @@ else gpu_tests=skipped; fi
 
 # 3. speed: ResNet-18 on the papers' shapes per configuration; the all-pairs step at quick's N and 10x it
 gate "bench_images" "${BENCH_GATE:-200}" && timeout "${BENCH_TIMEOUT:-150}" $PY benchmarks/bench_images.py --shapes \
-  --configs "${BENCH_CONFIGS:-bf16+cl,bf16+cl+spur,bf16+cl+host,bf16+cl+spur+p2,bf16+cl+spur+p4}" ${BENCH_ARGS:-} \
+  --configs "${BENCH_CONFIGS:-bf16+cl,bf16+cl+spur,bf16+cl+spur+fused,bf16+cl+spur+ro,bf16+cl+spur+p3}" ${BENCH_ARGS:-} \
   --json "$OUT/bench_images.json" 2>&1 | grep -v '^\s*$' | tee "$OUT/bench_images.md"
 [[ "${BENCH_PAIRS:-1}" != 0 ]] && gate "bench_pairs" 150 && timeout 60 $PY benchmarks/bench_pairs.py --N 100,1000 --chunk 16384,262144 \
   --json "$OUT/bench_pairs.json" 2>&1 | tee "$OUT/bench_pairs.log"

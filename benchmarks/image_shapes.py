@@ -9,7 +9,9 @@ precision (fp32 | bf16 | fp16) + ``cl`` (channels_last) + ``compile`` + ``host``
 Midpoint Mixup's SpuriousChannels with Uniform Mixup, as mm-spurious did before issue 33) or ``spur`` (the same
 batches built on the device from images resident there, as mm-spurious does now), instead of ERM on batches indexed
 from data already on the device; ``pN`` trains N copies in N processes side by side on the one device (what
-``featlab run --workers N`` does with a table's units) and reports their summed images/s. FLOPs per image come
+``featlab run --workers N`` does with a table's units) and reports their summed images/s; ``fused`` uses the
+optimizer's fused kernel, ``ro`` and ``max`` compile with torch.compile's "reduce-overhead" (CUDA graphs) and
+"max-autotune" modes. FLOPs per image come
 from torch's FlopCounterMode on one forward+backward pass; the peaks are an n³ matmul in bf16 and in fp32 (TF32
 off, torch's default) timed in the same process.
 """
@@ -90,7 +92,9 @@ def run_config(cfg: str, c: int, s: int, a, dev: torch.device) -> float:
     n = a.steps * a.batch
     spec = FitSpec(epochs=2, batch_size=a.batch, optimizer="adam", lr=1e-3,
                    autocast={"fp32": "off", "bf16": "bf16", "fp16": "fp16"}[parts[0]],
-                   channels_last="on" if "cl" in parts else "off", compile="compile" in parts)
+                   channels_last="on" if "cl" in parts else "off", fused="fused" in parts,
+                   compile=bool({"compile", "ro", "max"} & set(parts)),
+                   compile_mode="reduce-overhead" if "ro" in parts else "max-autotune" if "max" in parts else None)
     g = torch.Generator(device="cpu").manual_seed(0)
     if "host" in parts or "spur" in parts:  # mm-spurious's batches: on the host (before issue 33) or the device
         from featlab.papers.midpoint_mixup.spurious_data import SpuriousChannels

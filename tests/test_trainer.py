@@ -70,3 +70,22 @@ def test_cudnn_autotuning_is_on_for_cuda_only_and_restored():
     assert torch.backends.cudnn.benchmark == old
     with cudnn_autotuned(torch.device("cpu")):
         assert torch.backends.cudnn.benchmark == old
+
+
+def test_fused_optimizer_lever_trains_as_the_plain_one():
+    """FitSpec(fused=True) (a GPU lever of issue 48, measured there) keeps Adam's update rule: the same net after
+    two epochs to float tolerance, on the CPU."""
+    from torch import nn
+
+    from featlab.train.image_trainer import FitSpec, fit
+
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(64, 5, generator=g), torch.randint(3, (64,), generator=g)
+    nets = []
+    for fused in (False, True):
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 3))
+        fit(net, lambda idx, _g: (x[idx], y[idx]), 64, FitSpec(epochs=2, batch_size=16, fused=fused),
+            device=torch.device("cpu"))
+        nets.append(torch.cat([p.detach().flatten() for p in net.parameters()]))
+    torch.testing.assert_close(nets[0], nets[1], rtol=1e-5, atol=1e-6)

@@ -59,6 +59,8 @@ class FitSpec:
     autocast: str = "auto"  # "auto": bf16 on CUDA, off on CPU | "bf16" | "fp16" | "off"
     channels_last: str = "auto"  # "auto": on CUDA | "on" | "off"
     compile: bool = False  # torch.compile the model (pays off on long GPU runs; compiling takes tens of seconds)
+    compile_mode: str | None = None  # torch.compile's mode: None, "reduce-overhead" (CUDA graphs), "max-autotune"
+    fused: bool = False  # the optimizer's fused kernel (one launch for every parameter; a GPU lever, issue 48)
     eval_every: int = 1  # ``evaluate`` after every this many epochs, and after the last
     checkpoint_every_s: float | None = None  # a checkpoint once this long since the last (and after the last epoch)
 
@@ -174,9 +176,10 @@ def cudnn_autotuned(device: torch.device) -> Iterator[None]:
 
 
 def _optimizer(params: list[torch.Tensor], spec: FitSpec) -> torch.optim.Optimizer:
+    fused = {"fused": True} if spec.fused else {}  # same update rule, one kernel for all parameters
     if spec.optimizer == "adam":
-        return torch.optim.Adam(params, lr=spec.lr, betas=spec.betas, weight_decay=spec.weight_decay)
-    return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay)
+        return torch.optim.Adam(params, lr=spec.lr, betas=spec.betas, weight_decay=spec.weight_decay, **fused)
+    return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay, **fused)
 
 
 def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, device: torch.device,
@@ -196,9 +199,12 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
     model.to(device, memory_format=fmt)  # type: ignore[call-overload]  # torch's stub lacks memory_format
     opt = _optimizer([p for p in model.parameters() if p.requires_grad], spec)
     scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
-    step_model = cast(nn.Module, torch.compile(model)) if spec.compile else model
-    fp = {"fingerprint": fingerprint or {}, "seed": seed,  # the checkpoints' cadence changes no number: not in it
-          "spec": {k: v for k, v in spec.__dict__.items() if k != "checkpoint_every_s"}}
+    step_model = cast(nn.Module, torch.compile(model, mode=spec.compile_mode)) if spec.compile else model
+    # the checkpoints' cadence changes no number: not in the fingerprint; nor do the levers at their defaults (a
+    # checkpoint written before they existed still resumes)
+    fp = {"fingerprint": fingerprint or {}, "seed": seed,
+          "spec": {k: v for k, v in spec.__dict__.items() if k != "checkpoint_every_s"
+                   and not (k in ("compile_mode", "fused") and not v)}}
     fp_json = json.dumps(fp, sort_keys=True, default=str)
     ckpt = Path(checkpoint) if checkpoint is not None else None
     res = FitResult(seed=seed, prefix=prefix)
