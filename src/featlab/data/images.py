@@ -118,6 +118,24 @@ def _unreadable(folder: Path, names: list[str]) -> list[str]:
             if os.path.lexists(folder / n) and not (folder / n).is_file()]
 
 
+# (spec, the stat of every file a copy may hold) -> its verdict: MD5s of an unchanged copy are computed once per process
+_VERDICTS: dict[tuple, tuple[str, str]] = {}
+
+
+def _cached(check, spec: IdxSpec | CifarSpec, place: Path, names: list[Path]) -> tuple[str, str]:
+    """``check(spec, place)``, remembered while none of ``names`` changes (size, mtime, inode)."""
+    def stat(p: Path):
+        try:
+            st = p.stat()
+            return st.st_size, st.st_mtime_ns, st.st_ino
+        except OSError as e:
+            return e.errno
+    key = (check.__name__, repr(spec), str(place), tuple(stat(p) for p in names))
+    if key not in _VERDICTS:
+        _VERDICTS[key] = check(spec, place)
+    return _VERDICTS[key]
+
+
 def _idx_copy(spec: IdxSpec, folder: Path) -> tuple[str, str]:
     """('ok' / 'missing' / 'corrupt', detail) of one folder's copy of an IDX dataset."""
     got = {stem: _idx_file(spec, folder, stem) for stem in _IDX_FILES}
@@ -198,8 +216,11 @@ def _copies(spec: IdxSpec | CifarSpec, root: str | Path) -> list[tuple[Path, str
     """(place, 'ok' / 'missing' / 'corrupt', detail) of every copy on the search path, in search order: an IDX
     dataset's folders (data roots, then a system copy), a CIFAR dataset's data roots."""
     if isinstance(spec, IdxSpec):
-        return [(f, *_idx_copy(spec, f)) for f in _idx_folders(spec, root)]
-    return [(r, *_cifar_copy(spec, r)) for r in data_roots(root)]
+        return [(f, *_cached(_idx_copy, spec, f, [f / n for s in _IDX_FILES for n in (s, f"{s}.gz")]))
+                for f in _idx_folders(spec, root)]
+    names = [*spec.train, *spec.test, spec.meta[0]]
+    return [(r, *_cached(_cifar_copy, spec, r, [*(r / spec.folder / n for n in names), r / spec.archive]))
+            for r in data_roots(root)]
 
 
 def _found(spec: IdxSpec | CifarSpec, root: str | Path) -> Path:
