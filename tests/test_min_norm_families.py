@@ -118,3 +118,22 @@ def test_the_full_schedule_leaves_no_point_an_independent_attack_breaks_lower(mo
         res = min_norm_first(score, x, y, RADII, budget=b, generator=torch.Generator().manual_seed(0), **kw)
         lower[name] = int((theirs < _break_radius(res.worst)).sum())
     assert lower["full"] == 0 and lower["weak"] > 0, lower
+
+
+def test_the_new_stage_and_the_check_follow_the_input_device(models):
+    """FMN and ALMA from random starts, the boundary stage and the family check create every tensor where the
+    points live (the simulated device reports any made on the host beside them)."""
+    from featlab.devicecheck import RUN, SimulatedDevice
+
+    net, score, x, y = models
+    b = AttackBudget(steps=2, queries=2, ddn_steps=2, n_targets=1, fmn_steps=3, alma_steps=3, min_norm_starts=2,
+                     attacks=("ddn", "fmn", "alma", "apgd-ce", "apgd-t", "square"))
+    with SimulatedDevice() as dev:
+        net.to(RUN)
+        xs, ys, pos = x[:8].to(RUN), y[:8].to(RUN), POS.to(RUN)
+        kw = dict(logits=net, positive=pos, **KW)
+        res = min_norm_first(score, xs, ys, [0.0, 0.5, 1.0], budget=b, generator=torch.Generator().manual_seed(0),
+                             boundary_steps=2, **kw)
+        family_check(score, xs, ys, res, torch.arange(8, device=RUN), budget=b,
+                     generator=torch.Generator().manual_seed(1), **kw)
+    assert dev.problems == []
