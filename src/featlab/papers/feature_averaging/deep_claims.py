@@ -150,4 +150,5 @@ SETTING_FMNIST = Assumption(
         "quick: a pipeline smoke test on 8×8 digits, no claims")
 ATTACK_FMNIST = Assumption(ATTACK.ref, ATTACK.text, met={"quick": True, "cpu-real": True},
                            why=ATTACK.why.split("; paper:")[0] + "; cpu-real: APGD 50 steps, 3 targets, DDN 50 steps, "
-                           "Square 100 queries, the stronger budget's check on 100 points of every seed")
+                           "FMN and ALMA 100 steps from 2 starts, Square 100 queries, the stronger budget's and "
+                           "another family's checks on 100 points of every seed")
