@@ -92,3 +92,12 @@ def test_more_identical_units_never_widen_an_interval():
     k, n = np.array([[80.0, 90, 85, 70, 95]]), np.full((1, 5), 100.0)
     w = [np.diff(np.r_[clustered_share(np.tile(k, m), np.tile(n, m))])[0] for m in (1, 2, 3)]
     assert w[0] >= w[1] >= w[2] > 0
+
+
+@pytest.mark.parametrize("n", [3, 5, 10, 29])
+def test_paired_0_1_units_that_never_disagree_are_never_zero_width(n):
+    from featlab.runs.intervals import interval
+
+    a = np.r_[np.ones(n - n // 2), np.zeros(n // 2)]
+    iv = interval((a, a.copy()), mean_difference)
+    assert iv.lo < 0 < iv.hi and iv.hi == pytest.approx(clopper_pearson(0, n)[1]) and -1 <= iv.lo

@@ -83,3 +83,23 @@ def test_no_counted_published_verdict_is_exact_or_rests_on_fewer_than_5_nets():
             assert v.interval is not None, (f, v.id)  # not 'exact'
             few = (v.n or 0) < MIN_UNITS and v.unit.split(" ")[0] in ("seeds", "nets", "runs")
             assert not few or v.status == "inconclusive", (f, v.id, v.n)
+
+
+def test_reproduce_ends_with_the_scorecards_and_the_quick_runs_agreement(tmp_path):
+    """The end of `featlab reproduce`: the committed scorecards, each claim with this run's quick verdict beside it
+    (agree / differ / not run), one line saying quick presets are not counted; never a bare 0/0."""
+    from featlab.report.summary import build, console_summary
+    from featlab.report.scorecard_text import QUICK_NOTE
+    from featlab.runs.runner import resolve_config
+
+    d = tmp_path / "fa-ablation-n" / "aaaa1111"
+    d.mkdir(parents=True)
+    claim = {"id": "fa.ablation_n.fa_everywhere", "statement": "s", "source": "Fig 5", "measured": 1.2,
+             "threshold": ">= 1", "holds": False, "kind": "claim", "status": "inconclusive", "controlled": True}
+    (d / "summary.json").write_text(json.dumps({
+        "experiment": "fa-ablation-n", "status": "complete", "preset": "quick", "claims": [claim],
+        "config": resolve_config("fa-ablation-n", "quick")[1].to_dict(), "metrics": {}}))
+    text = console_summary(build(tmp_path, "feature-averaging", results=ROOT / "docs" / "results"))
+    assert QUICK_NOTE in text and "0/0" not in text
+    tail = text[text.index("Scorecards"):]
+    assert "Feature Averaging: " in tail and "[quick: agree]" in tail and "[quick: not run]" in tail

@@ -19,7 +19,9 @@ Which method a sample gets (issue 32: a percentile bootstrap over few units is n
   so it errs wide when that noise dominates). n is the number of seeds. Every point 0 (or every point 1):
   Clopper–Pearson over the seeds, each one unit (the seeds' spread is not seen, so none is assumed away).
 
-Samples where every unit measured the same and no method above applies (a custom statistic) give a point.
+Paired 0/1 units that never disagree (every unit the same on both sides): the statistic ± the Clopper–Pearson
+bound on the share of units that could disagree, none seen (never zero-width). Samples where every unit measured
+the same and no method above applies (a custom statistic of 30 units or more) give a point.
 tests/test_interval_coverage.py measures the coverage of each method.
 """
 
@@ -307,6 +309,11 @@ def interval(samples: Samples, statistic: Callable[..., float] | None = None, *,
     if statistic is None and _binary(arrs[0]):  # k of n units: exact binomial (issue 32: 5/5 is not [1, 1])
         lo, hi = clopper_pearson(int(arrs[0].sum()), n)
         return Interval(lo, hi, n, unit, method="clopper-pearson")
+    if len(arrs) > 1 and all(_binary(a) for a in arrs) and all(np.array_equal(a, arrs[0]) for a in arrs):
+        # paired 0/1 units that never disagree: the share of units that could disagree (Clopper–Pearson over the
+        # n units, none seen) bounds the difference — never zero-width
+        v, half = float((statistic or _mean)(*arrs)), clopper_pearson(0, n)[1]
+        return Interval(v - half, v + half, n, unit, method="clopper-pearson (no unit differs)")
     if n < SMALL_N and (statistic is None or (statistic is mean_difference and len(arrs) == 2)):
         x = arrs[0] if statistic is None else arrs[0] - arrs[1]
         lo_t, hi_t = t_interval(x)
