@@ -10,6 +10,10 @@ which family ran, how many points it moved (broke at a radius where the result h
 drop of the subsample's accuracy and the largest shift of a point's break radius; it flags the curve when a point
 moved at a transition radius (where the result's curve lies strictly between 2 % and 98 %: the radii the claims
 read). The record joins the attack-failure indicators (``attack_indicators(..., family=...)``).
+
+Limitation: on a two-logit net (the 2-class arm) the DLR loss needs 4 classes and falls back to the plain targeted
+margin, so once the schedule uses all three minimum-norm families the check there is APGD-T's own family from other
+random starts; it changes the family only on the k-class net.
 """
 
 from __future__ import annotations
