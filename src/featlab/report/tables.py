@@ -31,12 +31,13 @@ def verdict_text(c: dict[str, Any]) -> str:
         return "reported (no verdict: the paper gives no number)"
     if s == "failed":
         return "FAILED"
+    unit = (c.get("unit") or "units").split(" (share passing")[0]  # a per-seed pass count settles in seeds
     if s == "inconclusive" and c.get("by_rule"):  # the minimum-units rule: too few nets to decide
-        more = (f"~{c['settle']} {c.get('unit') or 'units'} would settle it" if c.get("settle") else
+        more = (f"~{c['settle']} {unit} would settle it" if c.get("settle") else
                 "at this estimate no number of units settles it")
         return f"inconclusive (fewer than 5 nets; the interval alone: {c['by_rule']}; {more})"
     if s == "inconclusive" and c.get("settle"):
-        return f"inconclusive (~{c['settle']} {c.get('unit') or 'units'} would settle it)"
+        return f"inconclusive (~{c['settle']} {unit} would settle it)"
     return s
 
 
