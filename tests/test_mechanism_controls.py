@@ -101,11 +101,11 @@ def test_every_claim_has_a_mechanism_control_or_a_stated_reason():
 def test_an_uncontrolled_claim_is_shown_but_not_counted():
     from featlab.runs.record import claim_counts, counts_text, status_counts
 
-    claims = [{"id": "a", "status": "held", "holds": True, "kind": "claim", "controlled": True},
+    claims = [{"id": "a", "status": "held", "holds": True, "kind": "claim", "controlled": True, "role": "mechanism"},
               {"id": "b", "status": "held", "holds": True, "kind": "claim", "controlled": False},
               {"id": "c", "status": "failed", "holds": False, "kind": "check"}]
     assert claim_counts(claims) == (1, 1) and status_counts(claims)["held"] == 1
-    assert counts_text(claims) == "1/1 held"
+    assert counts_text(claims) == "1 of 1 mechanism claim held; not counted: 1 premise, 1 check"
 
 
 def test_a_mechanism_control_names_its_premise_and_trained_metrics():

@@ -2,7 +2,8 @@
 
 Uncertainty: the unit is the run (seed): a run fixes the wrapper (class pairing, partners, γ draws), the data
 order and the initial weights, shared by the three methods, so a method and ERM are compared **paired by seed**
-(the 95 % bootstrap interval of the mean paired difference). The run is the unit Table 1's ± is taken over, and
+(the paired t interval of the mean paired difference over the runs, fewer than 30; over test points, the BCa
+bootstrap: runs/intervals.py). The run is the unit Table 1's ± is taken over, and
 the one that carries the training randomness the ordering is about; the test set is the same in every run, so
 a per-test-point interval (printed as a note) shows the test set's sampling noise alone, with the networks held
 fixed (a test point's errors averaged over the runs, so each point is one unit). Table 1's entries are judged on
@@ -15,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...runs.claims import Assumption, AtMost, Claim, Control, Near
+from ...runs.intervals import SMALL_N, mean_difference
 from ...runs.uncertainty import interval
 
 # Midpoint Mixup Table 1: final test error (%) mean over 5 runs, ± 1 std (pp) as printed; Table 1 prints no ± for
@@ -73,7 +75,8 @@ def judge(ctx, errs: dict[str, np.ndarray], wrong: dict[str, np.ndarray]) -> Non
                 continue
             (a, unit), (b, _) = _per_unit(errs, wrong, m), _per_unit(errs, wrong, "erm")
             a, b = 100 * a, 100 * b
-            v = ctx.claim(f"mm.{m}_below_erm", float(_diff(a, b)), samples=(a, b), statistic=_diff, unit=unit)
+            stat = mean_difference if len(a) < SMALL_N else _diff  # runs: the paired t; test points: BCa
+            v = ctx.claim(f"mm.{m}_below_erm", float(_diff(a, b)), samples=(a, b), statistic=stat, unit=unit)
             ctx.metric(f"{m}.minus_erm_pp", float(_diff(a, b)))
             text = f"{METHOD_LABEL[m]} − ERM: {_diff(a, b):+.2f} pp"
             if v.interval:
