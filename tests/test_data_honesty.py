@@ -77,3 +77,12 @@ def test_named_presets_and_explicit_datasets_still_run():
     refuse_stand_in("mm-spurious-fmnist", "quick", {}, None)  # --preset quick typed: the smoke test, as asked
     refuse_stand_in("mm-spurious-fmnist", DEFAULT_PRESET, {"dataset": "digits"}, None)
     refuse_stand_in("mm-spurious-digits", DEFAULT_PRESET, {}, None)  # named for digits: its quick preset is digits
+
+
+def test_the_report_asks_again_where_a_recorded_smoke_reasons_data_are(good_and_bad, tmp_path):
+    from featlab.report.summary import live_reason
+
+    exp = featlab.get_experiment("fa-resnet-fmnist")
+    old = "not run here: needs its dataset; its quick preset is a pipeline smoke test; featlab run fa-resnet-fmnist"
+    assert "fashionmnist is found in" in live_reason(exp, old)  # reproduce.json written before the data came
+    assert live_reason(exp, "could not run: out of memory") == "could not run: out of memory"

@@ -139,7 +139,8 @@ def _not_run_reason(root: Path, exp: Experiment, preset: str) -> str:
         recorded = {}
     why = recorded.get(exp.id) if isinstance(recorded, dict) else None
     est = estimate(exp, resolve_config(exp.id, preset)[1], runs=find_runs(root), measure=False)
-    stale = "files under" in str(why) and not est.missing  # its data were missing then, found now
+    missing_then = "files under" in str(why) or "files (not in" in str(why)
+    stale = missing_then and not est.missing  # its data were missing then, found now
     if why and not stale and not (str(why).startswith(NO_PAPER_PRESET) and preset != "paper"):  # paper only
         return str(why)
     return (f"not run here: {est.missing}" if est.missing else
