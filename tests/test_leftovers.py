@@ -30,6 +30,7 @@ def test_a_link_in_a_note_stays_text_in_report_md(out, capsys):
     assert main(["report", str(out)]) == 0
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "](javascript:" not in md and "]: javascript:" not in md and "javascript:alert(4)" in md
+    assert "unverified (no hashes)" in md and "unverified (no hashes)" in (out / "report.html").read_text("utf-8")
 
 
 def test_a_refused_report_leaves_none_of_its_files(out, tmp_path, monkeypatch, capsys):

@@ -184,6 +184,9 @@ def _run(ev: ExpView, rv: RunView) -> str:
         out.append(regime)
     if s.get("message"):
         out.append(f"<p class='bad'>{_e(s['message'])}</p>")
+    if not rec.verified:
+        out.append(f"<p class='warn'>{_e(rec.integrity)}: made before featlab recorded content hashes, its files "
+                   f"could not be checked</p>")
     if made := rec.made_by:
         out.append(f"<p class='bad'>made by featlab {_e(made)}, not this version: "
                    f"<code>featlab run {_e(ev.id)} --force</code> redoes it</p>")

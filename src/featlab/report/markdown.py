@@ -112,6 +112,9 @@ def _run(ev: ExpView, rv: RunView, figs: _Figures) -> list[str]:
            f"· {_t(rv.provenance.get('date', ''))}", ""]
     if s.get("message"):
         out += [f"**{_t(rec.status)}:** {_t(s['message'])}", ""]
+    if not rec.verified:
+        out += [f"**{_t(rec.integrity)}**: made before featlab recorded content hashes, its files could not be "
+                f"checked", ""]
     if made := rec.made_by:
         out += [f"**made by featlab {_t(made)}**, not this version: {_code(f'featlab run {ev.id} --force')} redoes it",
                 ""]
