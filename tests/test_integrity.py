@@ -4,6 +4,7 @@ reused; `featlab runs --verify` checks a folder; a record made before hashes is 
 redone rather than reused. One tiny real fa-synthetic run (made once, copied per test)."""
 
 import json
+import os
 import shutil
 
 import pytest
@@ -49,12 +50,20 @@ def _damage(copy, damage):
             f.truncate(500)
     elif damage == "edit config":
         (copy / "config.yaml").write_text((copy / "config.yaml").read_text() + "# edited\n")
+    elif damage == "endless device":  # a link to a device that never ends: refused, never read
+        (copy / "metrics.parquet").unlink()
+        os.symlink("/dev/zero", copy / "metrics.parquet")
+    elif damage == "outside the folder":
+        s = json.loads((copy / "summary.json").read_text())
+        s["files"]["../../../etc/hostname"] = "sha256:" + "0" * 64
+        (copy / "summary.json").write_text(json.dumps(s))
     else:
         fig = next((copy / "figures").glob("*.png"))
         fig.unlink() if damage == "remove figure" else fig.write_bytes(b"\x89PNG not the figure")
 
 
-@pytest.mark.parametrize("damage", ["truncate metrics", "edit config", "replace figure", "remove figure"])
+@pytest.mark.parametrize("damage", ["truncate metrics", "edit config", "replace figure", "remove figure",
+                                    "endless device", "outside the folder"])
 def test_a_damaged_record_is_refused_by_every_reader(copy, out, capsys, damage):
     _damage(copy, damage)
     with pytest.raises(RunRecordError, match="is damaged: .* redone on the next"):

@@ -13,8 +13,10 @@ one is complete.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 FILES = "files"  # the summary.json key: {path relative to the run folder, '/'-separated: 'sha256:<hex>'}
@@ -25,8 +27,12 @@ _SEEN: dict[tuple[str, int, int, int], str] = {}
 
 
 def file_digest(path: Path) -> str:
-    """'sha256:<hex>' of a file's bytes (cached for the process by size, mtime and inode)."""
-    st = path.stat()
+    """'sha256:<hex>' of a file's bytes (cached for the process by size, mtime and inode). Only a regular file is
+    read (a link, a FIFO or a device in a record's place raises IsADirectoryError: it is damage, and /dev/zero
+    would never end)."""
+    st = path.lstat()
+    if not stat.S_ISREG(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
     key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
     if key not in _SEEN:
         h = hashlib.sha256()
@@ -44,8 +50,8 @@ def content_hashes(folder: Path, summary_name: str) -> dict[str, str]:
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(names):
             rel = Path(root, name).relative_to(folder).as_posix()
-            if name.startswith(".") or rel == summary_name:
-                continue
+            if name.startswith(".") or rel == summary_name or not stat.S_ISREG(os.lstat(Path(root, name)).st_mode):
+                continue  # a temporary, the summary itself, or no regular file (never a record's own output)
             out[rel] = file_digest(Path(root, name))
     return out
 
@@ -65,7 +71,7 @@ def damage(folder: Path, files: object) -> str | None:
         except FileNotFoundError:
             return f"{rel} is missing"
         except OSError as e:
-            return f"{rel} cannot be read ({e.strerror or e})"
+            return f"{rel} cannot be read ({e.strerror or e})"  # not a regular file, no permission
         if got != want:
             return f"{rel} does not match the hash in its summary.json"
     return None
