@@ -57,6 +57,8 @@ def _verdict(c) -> str:
 
 def _img(path: Path, caption: str) -> str:
     try:
+        if not path.is_file():  # a FIFO or a device (a link to /dev/zero) would never end
+            raise FileNotFoundError(path)
         data = base64.b64encode(path.read_bytes()).decode("ascii")
     except OSError:
         return f'<p class="bad">figure missing: {_e(path)}</p>'
