@@ -155,8 +155,7 @@ class ExperimentConfig(BaseModel):
     def run_device(self) -> torch.device:
         """``device`` resolved for a run: auto is CUDA when present unless ``AUTO_DEVICE`` is "cpu"; a CUDA device
         the machine lacks is refused (one line)."""
-        return torch.device("cpu") if self.device_kind() == "cpu" and self.device == "auto" else \
-            resolve_device(str(self.device))
+        return resolve_device("cpu" if self.device == "auto" and self.AUTO_DEVICE == "cpu" else str(self.device))
 
 
 def device_kind(device: str) -> str:

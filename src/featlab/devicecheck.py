@@ -27,7 +27,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from . import placement
+from . import config, placement
 from .runs import runner
 
 RUN = torch.device("cpu", 0)  # the simulated run device
@@ -95,10 +95,10 @@ class SimulatedDevice(TorchFunctionMode):
 
     # ------------------------------------------------------------------ entering: the run device is RUN
     def __enter__(self):
-        # featlab.run resolves device="cpu" to the simulated device while this is active
-        self._saved = [placement._HOOK[0], runner.resolve_device, *(getattr(torch, f) for f in _UNDISPATCHED)]
+        # a run resolves device="cpu" (the config's run_device) to the simulated device while this is active
+        self._saved = [placement._HOOK[0], config.resolve_device, *(getattr(torch, f) for f in _UNDISPATCHED)]
         placement._HOOK[0] = is_host
-        runner.resolve_device = lambda device: RUN if str(device) in ("cpu", "auto") else self._saved[1](device)
+        config.resolve_device = lambda device: RUN if str(device) in ("cpu", "auto") else self._saved[1](device)
         for name, fn in zip(_UNDISPATCHED, self._saved[2:]):
             setattr(torch, name, _on_host(fn))
         self._parameter = torch.nn.Parameter.__new__  # a Parameter keeps its data's place (modules built on the host)
@@ -106,7 +106,7 @@ class SimulatedDevice(TorchFunctionMode):
         return super().__enter__()
 
     def __exit__(self, *exc):
-        placement._HOOK[0], runner.resolve_device = self._saved[:2]
+        placement._HOOK[0], config.resolve_device = self._saved[:2]
         for name, fn in zip(_UNDISPATCHED, self._saved[2:]):
             setattr(torch, name, fn)
         torch.nn.Parameter.__new__ = self._parameter
