@@ -38,8 +38,8 @@ class YamlRefused(yaml.YAMLError):
         self.reason, self.line, self.fix = reason, line, fix
 
 
-# libyaml's parser where PyYAML has it (its wheels do): a 1 MiB list parses in a fraction of a second, where the pure
-# Python parser takes about 20 s on a loaded machine; construction (safe, Python) is the same in both
+# libyaml's parser where PyYAML has it (its wheels do): a 0.9 MB list of 450,000 numbers is parsed and refused in 2 s
+# on the loaded 2-core machine, where the pure Python parser took 17 s; construction (safe, Python) is the same
 _BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
