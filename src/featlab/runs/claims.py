@@ -206,20 +206,18 @@ class Claim:
         if isinstance(measured, float) and not math.isnan(measured):
             self.threshold.holds(measured, scale)  # raises when a scaled threshold gets no scale
         value = measured if isinstance(measured, float) else math.nan
-        bounds = self.threshold.bounds(scale)
-        if per_seed is not None:  # the share of seeds passing decides, against 1/2
+        bounds, strict, seeds = self.threshold.bounds(scale), self.threshold.strict, None
+        if per_seed is not None and not math.isnan(value):  # the share of seeds passing decides, against 1/2
             iv, value, bounds = pass_count(self.threshold, per_seed, scale)
-            text += f" at each seed; {PASS_RULE}"
-            status = decide(bounds, True, value, iv, converged, min_units=min_units)
-        else:
+            text, strict, seeds = text + f" at each seed; {PASS_RULE}", True, len(per_seed)
+        else:  # (a NaN measurement fails, as without per-seed values)
             iv = interval(samples, statistic, unit=unit) if samples is not None else None
-            status = decide(bounds, self.threshold.strict, value, iv, converged, min_units=min_units)
+        status = decide(bounds, strict, value, iv, converged, min_units=min_units)
         settle = (units_to_settle(bounds, value, iv, min_units=min_units) if status == INCONCLUSIVE and iv is not None
                   else None)
-        if per_seed is not None and status == INCONCLUSIVE:
-            settle = seeds_to_settle(value, len(per_seed), min_units)
-        alone = decide(bounds, self.threshold.strict or per_seed is not None, value, iv, converged,
-                       min_units=0)  # the interval's own say
+        if seeds is not None and status == INCONCLUSIVE:
+            settle = seeds_to_settle(value, seeds, min_units)
+        alone = decide(bounds, strict, value, iv, converged, min_units=0)  # the interval's own say
         return Verdict(self.id, statement, self.source, measured, text, status == HELD, paper_value, self.kind,
                        status=status, interval=(iv.lo, iv.hi) if iv else None, n=iv.n if iv else None,
                        unit=iv.unit if iv else "", settle=settle,

@@ -242,7 +242,10 @@ def _measure(ctx, cfg: MultiViewConfig, method: str, net, res, dist, tr, te, inp
     ctx.note(f"{method}: classes with 0/1/2 features learned per seed: "
              + ", ".join(f"{a}/{b}/{c}" for a, b, c in counts.tolist())
              + f"; train acc {tacc.min():.3f} (min over seeds); {res.elapsed_s:.0f} s")
-    return dict(counts=counts, train_acc=tacc, b18_ratio_max=b18_max, learned=learned)
+    b18_seed = torch.where(past, b18, torch.nan).nan_to_num(nan=-torch.inf).amax(-1)  # each seed's worst class
+    b18_seed = torch.where(past.any(-1), b18_seed, torch.nan)  # a seed with no class past T_A: not measured
+    return dict(counts=counts, train_acc=tacc, b18_ratio_max=b18_max, learned=learned,
+                b18_per_seed=ctx.numpy(b18_seed.double()))
 
 
 def train_on(cfg: MultiViewConfig, method: str, net, seeds, dist, tr, te, inputs, V) -> torch.Tensor:
