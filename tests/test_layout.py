@@ -188,9 +188,35 @@ def test_import_rules_checker_catches_a_wrong_arrow():
     assert "featlab.papers.feature_averaging.data" in _imports(paper, "from ..feature_averaging.data import x\n")
 
 
-def test_no_source_file_over_350_lines():
-    long = {str(p.relative_to(SRC)): n for p in _sources() if (n := len(p.read_text().splitlines())) > 350}
-    assert long == {}
+MAX_FUNCTION_LINES = 80  # DESIGN.md: a function of about 80 lines at most; a file holds one concept, at any length
+LONG_FUNCTIONS = {  # the ones allowed longer, each with its reason; this list may only shrink
+    "papers/midpoint_mixup/pair_kernels.py:pairs_tasks": "a numba kernel: one loop nest over the (replica, block "
+    "pair) grid whose two dozen arrays a split would pass through every call",
+    "probes/ensemble.py:robust_masks_ensemble": "the survivor-attack loop the architecture issue (47, item 2) makes "
+    "one primitive",
+}
+
+
+def _long_functions(files) -> dict[str, int]:
+    out = {}
+    for path, text in files:
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    (n := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:
+                out[f"{path}:{node.name}"] = n
+    return out
+
+
+def test_no_function_over_80_lines():
+    long = _long_functions((str(p.relative_to(SRC)), p.read_text()) for p in _sources())
+    assert {k: v for k, v in long.items() if k not in LONG_FUNCTIONS} == {}
+    assert set(LONG_FUNCTIONS) <= set(long), "an allowed long function is short now: drop it from LONG_FUNCTIONS"
+
+
+def test_the_function_length_rule_catches_a_long_one():
+    planted = "def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES + "    return x\n"
+    assert _long_functions([("planted.py", planted)]) == {"planted.py:f": MAX_FUNCTION_LINES + 2}
+    assert _long_functions([("ok.py", "def g():\n    return 1\n")]) == {}
 
 
 def test_no_import_time_side_effects():

@@ -182,6 +182,42 @@ def _optimizer(params: list[torch.Tensor], spec: FitSpec) -> torch.optim.Optimiz
     return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay, **fused)
 
 
+def _restore(ckpt: Path, state: dict, model: nn.Module, opt: torch.optim.Optimizer, scaler) -> None:
+    """A checkpoint's tensors into the model, the optimizer and (float16) the gradient scaler."""
+    try:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        if scaler is not None and state.get("scaler"):
+            scaler.load_state_dict(state["scaler"])
+    except Exception as e:  # tampered: its fingerprint matches, its tensors do not
+        raise CheckpointError(f"checkpoint {str(ckpt)!r} does not fit this model ({type(e).__name__}); delete "
+                              f"it to start this model afresh") from None
+
+
+def _epoch(step_model: nn.Module, opt: torch.optim.Optimizer, scaler, objective: Objective, batch_fn: BatchFn,
+           n_train: int, spec: FitSpec, device: torch.device, seed: int, epoch: int, bar) -> tuple[float, int]:
+    """One epoch's steps (its draws from the generators of (seed, role, epoch)): (mean training loss, images)."""
+    g_order = make_generator(seed, f"fit/order/{epoch}")
+    g_data = make_generator(seed, f"fit/data/{epoch}")
+    g_obj = make_generator(seed, f"fit/objective/{epoch}")
+    amp, fmt = spec.amp_dtype(device), spec.memory_format(device)
+    tot, cnt = torch.zeros((), device=device), 0
+    for idx in meter.each(_batches(n_train, spec.batch_size, g_order), math.ceil(n_train / spec.batch_size)):
+        x, y = batch_fn(idx, g_data)
+        x = x.to(device, non_blocking=True).contiguous(memory_format=fmt)
+        y = y.to(device, non_blocking=True)
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device.type, dtype=amp or torch.float32, enabled=amp is not None):
+            loss = objective(step_model, x, y, g_obj)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        tot += loss.detach().float() * len(idx)  # stays on the device: no wait per step
+        cnt += len(idx)
+        bar.update(1)
+    return float(tot) / cnt, cnt  # the epoch's one read of the device
+
+
 def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, device: torch.device,
         objective: Objective = erm_objective, evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
         seed: int = 0, checkpoint: str | Path | None = None, fingerprint: dict | None = None, desc: str = "train",
@@ -210,14 +246,7 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
     res = FitResult(seed=seed, prefix=prefix)
     start = 0
     if ckpt is not None and (state := load_checkpoint(ckpt, json.loads(fp_json))) is not None:
-        try:
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optimizer"])
-            if use_amp and state.get("scaler"):
-                scaler.load_state_dict(state["scaler"])
-        except Exception as e:  # tampered: its fingerprint matches, its tensors do not
-            raise CheckpointError(f"checkpoint {str(ckpt)!r} does not fit this model ({type(e).__name__}); delete "
-                                  f"it to start this model afresh") from None
+        _restore(ckpt, state, model, opt, scaler if use_amp else None)
         res.history = list(state["history"])
         start = res.resumed_from = int(state["epoch"])
     steps_per_epoch = math.ceil(n_train / spec.batch_size)
@@ -233,25 +262,10 @@ def fit(model: nn.Module, batch_fn: BatchFn, n_train: int, spec: FitSpec, *, dev
             lr = spec.lr_at(epoch)
             for group in opt.param_groups:
                 group["lr"] = lr
-            g_order = make_generator(seed, f"fit/order/{epoch}")
-            g_data = make_generator(seed, f"fit/data/{epoch}")
-            g_obj = make_generator(seed, f"fit/objective/{epoch}")
             model.train()
-            tot, cnt, te = torch.zeros((), device=device), 0, time.perf_counter()
-            for idx in meter.each(_batches(n_train, spec.batch_size, g_order), steps_per_epoch):
-                x, y = batch_fn(idx, g_data)
-                x = x.to(device, non_blocking=True).contiguous(memory_format=fmt)
-                y = y.to(device, non_blocking=True)
-                opt.zero_grad(set_to_none=True)
-                with torch.autocast(device.type, dtype=amp or torch.float32, enabled=amp is not None):
-                    loss = objective(step_model, x, y, g_obj)
-                scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
-                tot += loss.detach().float() * len(idx)  # stays on the device: no wait per step
-                cnt += len(idx)
-                bar.update(1)
-            train_loss = float(tot) / cnt  # the epoch's one read of the device
+            te = time.perf_counter()
+            train_loss, cnt = _epoch(step_model, opt, scaler, objective, batch_fn, n_train, spec, device, seed, epoch,
+                                     bar)
             if not math.isfinite(train_loss):
                 res.status = "failed"
                 res.message = f"{desc}: loss became non-finite at epoch {epoch + 1}"

@@ -6,6 +6,8 @@ Each function returns a matplotlib Figure; RunContext.figure saves it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from matplotlib.colors import ListedColormap
@@ -91,20 +93,34 @@ def theorem1_figure(etas, per_eta, n_rows, base, oracle, title="") -> Figure:
 def amplification_figure(f, T, alpha, hist, sweep, title="") -> Figure:
     """The lemmas' measurements over t, with their thresholds; ρ histograms; ρ(0), ρ(1) vs d."""
     fig, axes = subplots(2, 4, figsize=(18, 8))
-    g = f.groupby("step")
-    t = np.asarray(sorted(f["step"].unique()))
+    curves = _Curves(f.groupby("step"), np.asarray(sorted(f["step"].unique())), T)
+    _rho_histograms(axes[0, 0], hist, T)
+    _alignment_panels(axes[0, 1:], curves, f)
+    _growth_panels(axes[1, :3], curves, f, alpha)
+    _sweep_panel(axes[1, 3], sweep)
+    return _finish(fig, title)
 
-    def band(ax, col, color, label, style="-"):
-        mu, lo, hi = g[col].mean().values, g[col].min().values, g[col].max().values
-        ax.plot(t, mu, style, color=color, label=label, lw=1.6, marker="o", ms=3)
-        ax.fill_between(t, lo, hi, color=color, alpha=0.15, lw=0)
 
-    def mark_T(ax):
-        ax.axvline(T, color=GRAY, ls=":", lw=1)
-        ax.text(T, 0.97, " T", va="top", fontsize=8, color=GRAY, transform=ax.get_xaxis_transform())
+@dataclass
+class _Curves:
+    """Per-step measurements over seeds (mean line, min-max band) with Thm 1's T marked."""
 
-    # (a) histograms of ρ
-    ax = axes[0, 0]
+    g: Any
+    t: np.ndarray
+    T: float
+
+    def band(self, ax, col, color, label, style="-"):
+        mu, lo, hi = self.g[col].mean().values, self.g[col].min().values, self.g[col].max().values
+        ax.plot(self.t, mu, style, color=color, label=label, lw=1.6, marker="o", ms=3)
+        ax.fill_between(self.t, lo, hi, color=color, alpha=0.15, lw=0)
+
+    def mark_T(self, ax):
+        ax.axvline(self.T, color=GRAY, ls=":", lw=1)
+        ax.text(self.T, 0.97, " T", va="top", fontsize=8, color=GRAY, transform=ax.get_xaxis_transform())
+
+
+def _rho_histograms(ax, hist, T) -> None:
+    """(a) histograms of ρ at t = 0, 1, T."""
     cols = {0: GRAY, 1: BLUE, T: RED}
     allv = np.concatenate([v for v in hist.values()]) if hist else np.zeros(1)
     bins = np.linspace(min(0.0, allv.min()), 1.0, 60)
@@ -114,62 +130,69 @@ def amplification_figure(f, T, alpha, hist, sweep, title="") -> Figure:
     ax.legend(fontsize=8)
     _style(ax, "(a) ρ_{j,µ} = <w_j/‖w_j‖, µ>, j ∈ J_µ", "normalised correlation", "density")
 
-    ax = axes[0, 1]
-    band(ax, "rho_median", BLUE, "median over J")
-    band(ax, "rho_min", RED, "min over J", "--")
+
+def _alignment_panels(axes, c: _Curves, f) -> None:
+    """(b) own-mean correlation (eq. 40), (c) alignment (Cond 9), (d) almost-orthogonality (Cond 10)."""
+    ax = axes[0]
+    c.band(ax, "rho_median", BLUE, "median over J")
+    c.band(ax, "rho_min", RED, "min over J", "--")
     ax.axhline(math.exp(-2) / 256, color="black", ls="--", lw=1, label="e^-2/256 (eq. 40)")
     if f["rho_min"].min() > 0:
         ax.set_yscale("log")
     else:
         ax.set_yscale("symlog", linthresh=1e-3)
     ax.legend(fontsize=7)
-    mark_T(ax)
+    c.mark_T(ax)
     _style(ax, "(b) own-mean correlation ρ_{j,µ}(t)", "GD step t", "ρ")
 
-    ax = axes[0, 2]
-    band(ax, "cond9_share", BLUE, "Condition 9 share of J")
-    band(ax, "fstar_agreement", GREEN, "agreement with sgn f*", "--")
-    band(ax, "span_share", ORANGE, "share of ‖W‖²_F in span{µ1,µ2}", "-.")
+    ax = axes[1]
+    c.band(ax, "cond9_share", BLUE, "Condition 9 share of J")
+    c.band(ax, "fstar_agreement", GREEN, "agreement with sgn f*", "--")
+    c.band(ax, "span_share", ORANGE, "share of ‖W‖²_F in span{µ1,µ2}", "-.")
     ax.set_ylim(-0.05, 1.05)
     ax.legend(fontsize=7, loc="lower right")
-    mark_T(ax)
+    c.mark_T(ax)
     _style(ax, "(c) alignment (Cond 9)", "GD step t", "share")
 
-    ax = axes[0, 3]
-    band(ax, "cond10_max_ao", RED, "max_j |<w_j, µ_other>|/(α|a_j|)")
+    ax = axes[2]
+    c.band(ax, "cond10_max_ao", RED, "max_j |<w_j, µ_other>|/(α|a_j|)")
     ax.axhline(3, color="black", ls="--", lw=1, label="3 (Cond 10)")
     ax.legend(fontsize=7)
-    mark_T(ax)
+    c.mark_T(ax)
     _style(ax, "(d) almost-orthogonality (Cond 10)", "GD step t", "ratio")
 
-    ax = axes[1, 0]
-    ff = f[f["step"] >= 1]
-    gg = ff.groupby("step")["growth_min"]
+
+def _growth_panels(axes, c: _Curves, f, alpha) -> None:
+    """(e) per-step growth (eq. 39), (f) norm growth (Lemma 14), (g) smallest loss derivative (eq. 37)."""
+    ax = axes[0]
+    gg = f[f["step"] >= 1].groupby("step")["growth_min"]
     ax.plot(gg.mean().index, gg.mean().values, "o-", color=BLUE, ms=3, label="min_j growth/(α|a_j|)")
     ax.fill_between(gg.mean().index, gg.min().values, gg.max().values, color=BLUE, alpha=0.15, lw=0)
     ax.axhline(math.exp(-2) / 64, color="black", ls="--", lw=1, label="e^-2/64 (eq. 39)")
     ax.set_yscale("log")
     ax.legend(fontsize=7)
-    mark_T(ax)
+    c.mark_T(ax)
     _style(ax, "(e) per-step growth along own mean", "GD step t (increment t−1 → t)", "growth / (α|a_j|)")
 
-    ax = axes[1, 1]
-    band(ax, "frob", BLUE, "‖W^(t)‖_F")
-    t1 = t[t >= 1]
+    ax = axes[1]
+    c.band(ax, "frob", BLUE, "‖W^(t)‖_F")
+    t1 = c.t[c.t >= 1]
     ax.plot(t1, 2 * alpha * t1, "--", color="black", lw=1, label="2αt (Lemma 14, t ≥ 1)")
     ax.legend(fontsize=7)
-    mark_T(ax)
+    c.mark_T(ax)
     _style(ax, "(f) norm growth", "GD step t", "‖W‖_F")
 
-    ax = axes[1, 2]
-    band(ax, "min_neg_lprime", BLUE, "min_i −ℓ'(y_i f(x_i))")
+    ax = axes[2]
+    c.band(ax, "min_neg_lprime", BLUE, "min_i −ℓ'(y_i f(x_i))")
     ax.axhline(math.exp(-2) / 2, color="black", ls="--", lw=1, label="e^-2/2 (eq. 37)")
     ax.set_ylim(0, 0.55)
     ax.legend(fontsize=7)
-    mark_T(ax)
+    c.mark_T(ax)
     _style(ax, "(g) smallest loss derivative", "GD step t", "−ℓ'")
 
-    ax = axes[1, 3]
+
+def _sweep_panel(ax, sweep) -> None:
+    """(h) one-step amplification vs d (Lemmas 4, 12)."""
     if sweep:
         ds = np.array([s[0] for s in sweep], dtype=float)
         r0 = np.array([s[1].mean() for s in sweep])
@@ -179,7 +202,6 @@ def amplification_figure(f, T, alpha, hist, sweep, title="") -> Figure:
         ax.loglog(ds, np.sqrt(2 / np.pi) / np.sqrt(ds) * 0.85, ":", color="black", lw=1, label="∝ 1/√d")
         ax.legend(fontsize=7)
     _style(ax, "(h) one-step amplification vs d (Lemmas 4, 12)", "dimension d", "median ρ over J")
-    return _finish(fig, title)
 
 
 def boundary_figure(U, V, F, Fs, proj, y, noisy, pred, title="") -> Figure:

@@ -1,5 +1,5 @@
 """The rival nets of the Random Feature Amplification experiments that more than one experiment shares, and
-rfa-theorem1's controls (theorem1.py is at the size limit).
+rfa-theorem1's controls (one concept: the rival nets, beside the experiments that run them).
 
 A rival is trained by another mechanism than the paper's (small init, early-stopped GD on noisy labels, §2–§3):
 * ``large-init``: the lazy net, ω = 1/√d (``init=ntk``), every neuron's pre-activation of order 1, the kernel regime

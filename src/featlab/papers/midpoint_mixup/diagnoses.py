@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...runs.diagnosis import Diagnosis, with_diagnoses
 
-# the experiments import with_diagnoses from here with their table: one import line each (files near 350 lines)
+# the experiments import with_diagnoses from here with their table: one import line each
 __all__ = ["MM_LINEAR", "MM_MULTIVIEW", "MM_PHASE", "MM_SPURIOUS_DIGITS", "with_diagnoses"]
 
 MM_LINEAR = {
