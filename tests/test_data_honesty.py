@@ -71,6 +71,11 @@ def test_an_experiment_named_after_a_dataset_never_trains_on_digits_by_default(e
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_sweep_of_such_an_experiment_is_refused_too(tmp_path, capsys):
+    assert main(["sweep", "mm-spurious-cifar10", "seeds=1,2", "--out", str(tmp_path / "runs")]) == 2
+    assert "pipeline smoke test on 8×8 digits" in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
 def test_named_presets_and_explicit_datasets_still_run():
     from featlab.cli.options import DEFAULT_PRESET, refuse_stand_in
 

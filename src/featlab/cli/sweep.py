@@ -9,7 +9,7 @@ import sys
 from ..plotting import SWEEP_BOOKKEEPING
 from ..runs.sweep import sweep
 from ..text import fmt_value, table
-from .options import add_run_options
+from .options import add_run_options, refuse_stand_in
 
 
 def register(sub) -> None:
@@ -35,6 +35,8 @@ def register(sub) -> None:
 
 
 def cmd_sweep(a: argparse.Namespace) -> int:
+    axes_named = {ax.partition("=")[0]: True for ax in a.axes}
+    refuse_stand_in(a.id, a.preset, axes_named, None)  # no digits swept under a FashionMNIST experiment by default
     slurm = {k: v for k, v in (("slurm_partition", a.slurm_partition), ("timeout_min", a.slurm_time)) if v}
     df = sweep(a.id, a.axes, preset=a.preset, out=a.out, executor=a.executor, force=a.force,
                ray_address=a.ray_address, show=[m for m in a.show.split(",") if m], plot=a.plot,
