@@ -179,6 +179,8 @@ class UnitStore:
                 if p.poll() is None:
                     p.terminate()
             self._clear_claims()
+            for scratch in self.folder.parent.parent.glob(f".worker-{self.run_id}-*"):  # a killed worker's
+                shutil.rmtree(scratch, ignore_errors=True)
         if bad := [c for c in codes if c not in (0, 3)]:
             raise RuntimeError(f"{len(bad)} of {n} unit workers of {self.experiment_id} failed (exit codes {bad}); "
                                f"their messages are above")
