@@ -53,6 +53,12 @@ def _damage(copy, damage):
     elif damage == "endless device":  # a link to a device that never ends: refused, never read
         (copy / "metrics.parquet").unlink()
         os.symlink("/dev/zero", copy / "metrics.parquet")
+    elif damage == "hash entry removed":  # the table truncated and its entry dropped: still damage
+        s = json.loads((copy / "summary.json").read_text())
+        del s["files"]["metrics.parquet"]
+        (copy / "summary.json").write_text(json.dumps(s))
+        with open(copy / "metrics.parquet", "r+b") as f:
+            f.truncate(500)
     elif damage == "outside the folder":
         s = json.loads((copy / "summary.json").read_text())
         s["files"]["../../../etc/hostname"] = "sha256:" + "0" * 64
@@ -63,7 +69,7 @@ def _damage(copy, damage):
 
 
 @pytest.mark.parametrize("damage", ["truncate metrics", "edit config", "replace figure", "remove figure",
-                                    "endless device", "outside the folder"])
+                                    "endless device", "outside the folder", "hash entry removed"])
 def test_a_damaged_record_is_refused_by_every_reader(copy, out, capsys, damage):
     _damage(copy, damage)
     with pytest.raises(RunRecordError, match="is damaged: .* redone on the next"):

@@ -17,6 +17,7 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 FILES = "files"  # the summary.json key: {path relative to the run folder, '/'-separated: 'sha256:<hex>'}
@@ -56,12 +57,16 @@ def content_hashes(folder: Path, summary_name: str) -> dict[str, str]:
     return out
 
 
-def damage(folder: Path, files: object) -> str | None:
+def damage(folder: Path, files: object, own: Sequence[str] = ()) -> str | None:
     """Why a run folder's content does not match the ``files`` its summary.json records, or None when it does:
-    the first file that is missing, unreadable, or whose bytes changed. A ``files`` that is not a mapping of text
-    to 'sha256:<hex>' text is itself damage."""
+    the first file that is missing, unreadable, or whose bytes changed; or one of the record's ``own`` files
+    (config.yaml, metrics.parquet, its figures) present without a hash (its entry removed). A ``files`` that is not a
+    mapping of text to 'sha256:<hex>' text is itself damage."""
     if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
         return f"its summary.json has a {FILES!r} that is not a mapping of file names to hashes"
+    unhashed = next((n for n in own if n not in files and os.path.lexists(folder / n)), None)
+    if unhashed is not None:
+        return f"{unhashed} carries no hash in its summary.json"
     for rel, want in sorted(files.items()):
         p = folder / rel
         if ".." in Path(rel).parts or Path(rel).is_absolute():

@@ -286,7 +286,7 @@ def read_run(run_dir: str | Path) -> RunRecord:
         raise RunRecordError(f"{str(f)!r} {problem}; {fix}")
     if FILES not in summary:
         return RunRecord(run_dir, summary, integrity=UNVERIFIED)
-    why = damage(run_dir, summary[FILES])
+    why = damage(run_dir, summary[FILES], [CONFIG, METRICS, *summary.get("figures", [])])
     if why:
         raise RunRecordError(f"{str(run_dir)!r} is damaged: {why}; it is redone on the next 'featlab run' of its "
                              f"config (or delete that folder)")
