@@ -28,9 +28,9 @@ from ..errors import ConfigError
 from ..plotting import parse_plot, sweep_figure
 from ..utils import atomic_write, check_writable, json_dumps, writing
 from .executors import execute
-from .record import claim_counts
 from .remote import PointRequest
 from .runner import resolve_config
+from .verdict import net_counts
 
 
 def grid(items: Iterable[str]) -> list[dict[str, Any]]:
@@ -101,7 +101,7 @@ def sweep(experiment_id: str, axes: list[str] | None = None, *, preset: str = "q
                       shared_fs=shared_fs, ray_address=ray_address, slurm=slurm, progress=progress)
     rows = []
     for p, r in zip(points, results):
-        held, total = claim_counts(r["claims"])
+        held, total = net_counts(r["claims"])
         rows.append({**p, "status": r["status"], "claims_held": held, "claims": total, **r["metrics"],
                      "run_dir": r["dir"], "error": r.get("error", "")})
     df = pd.DataFrame(rows)

@@ -182,6 +182,14 @@ def check_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:
     return sum(status(c) == "held" for c in checks), len(checks)
 
 
+def net_counts(claims: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """(claims and premises that hold on the run's own net, claims and premises judged), checks and measurements
+    apart: a sweep point's column, where no rival run is read (so nothing is counted as a mechanism claim) and
+    ``--strict`` asks whether every judged claim held on the net."""
+    judged = [verdict(c) for c in claims if verdict(c).kind in ("claim", "premise")]
+    return sum(v.status == HELD for v in judged), len(judged)
+
+
 def tally_text(t: dict[str, int]) -> str:
     """'1 of 2 mechanism claims held (1 failed); not counted: 2 unsettled, 3 premises, 2 checks', or 'no mechanism
     claim counted; not counted: ...' — never a bare '0/0'."""
@@ -199,7 +207,8 @@ def tally_short(t: dict[str, int]) -> str:
     counted = sum(t[b] for b in COUNTED)
     if counted:
         return f"{t['held']}/{counted} held"
-    apart = ", ".join(f"{t[b]} {b}" for b in APART if t[b])
+    plural = {"premise": "premises", "check": "checks", "measurement": "measurements"}  # '1 premise', '2 premises'
+    apart = ", ".join(f"{t[b]} {plural.get(b, b) if t[b] != 1 else b}" for b in APART if t[b])
     return "none counted" + (f" ({apart})" if apart else "")
 
 
