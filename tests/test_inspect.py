@@ -92,9 +92,10 @@ def test_runs_index(out, two_runs, capsys):
     assert rows[-1]["run_id"] == "aaaaaaaaaaaa"  # newest first
     new = next(r for r in rows if r["run_id"] == "bbbbbbbbbbbb")
     # counted: mechanism claims only; these claims are no declared claim of fa-synthetic, so no rival can fail them
-    assert new["claims_held"] == "0/0" and new["overrides"] == "k=6 d=64" and new["elapsed_s"] == 12.5
+    assert new["claims_held"] == "none counted (2 premises)" and new["overrides"] == "k=6 d=64"
+    assert new["elapsed_s"] == 12.5
     assert [u["dir"] for u in data["unreadable"]] == [str(bad)]
-    assert main(["runs", str(out / "none")]) == 0 and "no runs" in capsys.readouterr().out
+    assert main(["runs", str(out / "none")]) == 2 and "no runs folder" in capsys.readouterr().err  # as report
 
 
 def test_show_takes_an_experiment_a_path_or_a_run_id(out, two_runs, capsys):
