@@ -50,8 +50,9 @@ class KindCount:
         rest = "".join(f", {s[k]} {k}" for k in STATUSES[1:] if s[k])
         apart = ", ".join(f"{n} {w}" for n, w in ((self.premises, "premises"), (self.unsettled, "unsettled"),
                                                    (self.checks, "checks")) if n)
-        return (f"{self.label}: {s['held']} of {self.counted} mechanism claims held"
-                f"{rest}" + (f"; apart: {apart}" if apart else "")
+        head = (f"{s['held']} of {self.counted} mechanism claims held{rest}" if self.counted
+                else "no mechanism claim counted")  # never a bare 0 of 0
+        return (f"{self.label}: {head}" + (f"; apart: {apart}" if apart else "")
                 + f"; {len(self.experiments)} of {self.offered} experiments with a {self.kind} preset run")
 
 

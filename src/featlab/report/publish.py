@@ -111,10 +111,15 @@ def publish(out: str | Path, dest: str | Path, preset: str = "paper",
     headline = headline_lines(latest)
     atomic_write(dest / VERDICTS, json_dumps({"preset": preset, "counts": counts, "headline": headline, "rows": rows,
                                               "not_run": dict(missing)}, indent=1, default=str) + "\n")
-    cards = scorecards(*published(dest))  # every verdicts.json under dest: this preset's and those beside it
+    # the scorecards open the results folder's page (every verdicts.json under it); a preset published into a
+    # sub-folder of it (docs/results/theory) refreshes them there instead of opening its own page with a part
+    top = dest.parent if (dest.parent / VERDICTS).is_file() else None
+    cards = scorecards(*published(dest)) if top is None else ()
     atomic_write(dest / "README.md", _page(preset, counts, rows, missing, gallery,
                                            (dest / STABILITY / "README.md").is_file(), headline, matrices,
                                            beside, _shown(dest), cards))
+    if top is not None:
+        sync_scorecards(top)
     return counts
 
 
@@ -226,8 +231,10 @@ def _page(preset, counts, rows, missing, gallery, stability: bool = False, headl
     if cards:
         lines += [*_scorecards_block(cards), f"## This preset (`{preset}`)", ""]
     lines += [
-             f"**{counts['held']} of {n} mechanism claims held, {counts['failed']} failed, {counts['inconclusive']} "
-             f"inconclusive, {counts['unverified']} unverified**; {len(missing)} experiment(s) never run here at "
+             (f"**{counts['held']} of {n} mechanism claims held, {counts['failed']} failed, {counts['inconclusive']} "
+              f"inconclusive, {counts['unverified']} unverified**" if n else "**No mechanism claim counted at this "
+              "preset** (every claim judged here is listed below, with why it is not counted)")
+             + f"; {len(missing)} experiment(s) never run here at "
              f"this preset. A mechanism claim fails for every rival net (trained as well, by another mechanism) "
              "that must fail it; premises (they also hold for a rival), claims whose rivals were not all run "
              "(unsettled) and checks (identities, properties of the generator) are listed but not counted.", ""]
