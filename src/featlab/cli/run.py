@@ -10,7 +10,7 @@ from typing import Any
 from ..config import parse_overrides
 from ..runs.registry import get_experiment
 from ..runs.runner import resolve_config, run
-from ..runs.units import WORKER_ENV, BudgetReached, parse_budget
+from ..runs.units import WORKER_ENV, BudgetReached, WorkerFinished, parse_budget
 from ..text import fmt_value
 from .options import add_run_options, print_run, refuse_stand_in
 
@@ -50,7 +50,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         if WORKER_ENV not in os.environ:  # a unit worker's parent says it once
             print(f"featlab: {stop.message}", file=sys.stderr)
         return BUDGET_EXIT
-    if rec is None:  # a unit worker of another featlab run (featlab.runs.units): its parent reports
+    except WorkerFinished:  # a unit worker of another featlab run (featlab.runs.units): its parent reports
         return 0
     print_run(rec)
     return 0 if rec.passes(a.strict) else 1

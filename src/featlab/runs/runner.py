@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pandas as pd
 import torch
@@ -162,7 +162,7 @@ def run(experiment_id: str, preset: str = "quick", *, out: str | Path = "runs", 
         return _reused(done, quiet)
     run_id = cfg.digest(exp.id, device.type)  # the resolved device: a CUDA request never reuses a CPU run
     if WORKER_ENV in os.environ:  # a worker process of a parent run: compute units, write no record
-        return _work_units(exp, cfg, out, run_id, device)
+        _work_units(exp, cfg, out, run_id, device)  # raises WorkerFinished
     if workers < 1 or workers > 1 and control:
         raise ConfigError(f"--workers: {workers} is not a positive count (and controls run with one); pass 1 or more")
     units = UnitStore(units_folder(out, exp.id, run_id), run_id, exp.id, budget_s, quiet, started, workers=workers,
@@ -204,9 +204,10 @@ def _command_words(experiment_id: str, preset: str, out, config_file, overrides:
             *(f"{k}={json.dumps(v)}" for k, v in (overrides or {}).items())]
 
 
-def _work_units(exp, cfg, out, run_id: str, device: torch.device) -> None:
+def _work_units(exp, cfg, out, run_id: str, device: torch.device) -> NoReturn:
     """A worker process (:mod:`.units`): the experiment runs until its units are computed (those it claims, in its
-    parent's budget), in a scratch folder beside the runs that is removed after; no record is written."""
+    parent's budget), in a scratch folder beside the runs that is removed after; no record is written, and
+    :class:`~.units.WorkerFinished` (or :class:`~.units.BudgetReached`) says so."""
     deadline = os.environ[WORKER_ENV]
     budget = None if not deadline else max(float(deadline) - time.time(), 0.0)
     units = UnitStore(units_folder(out, exp.id, run_id), run_id, exp.id, budget, True, worker=True)
@@ -214,11 +215,9 @@ def _work_units(exp, cfg, out, run_id: str, device: torch.device) -> None:
     (scratch / "figures").mkdir(parents=True, exist_ok=True)
     try:
         exp.fn(RunContext(exp.id, cfg, scratch, quiet=True, declared=exp.claims, run_device=device, units=units))
-    except WorkerFinished:
-        pass
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return None
+    raise WorkerFinished  # an experiment without units: nothing was left to compute
 
 
 def _complete_run(exp, cfg, out: str | Path) -> RunRecord | None:

@@ -141,20 +141,20 @@ class UnitStore:
         if self.worker:
             self._work(computes)
             raise WorkerFinished
-        pending = [n for n in computes if self.folder is not None and not (self.folder / f"{n}.json").is_file()]
+        pending = [n for n in computes if self.folder is not None and not (self.where / f"{n}.json").is_file()]
         if self.workers > 1 and len(pending) > 1 and self.spawn:
             self._run_workers(min(self.workers, len(pending)))
-            if self.budget_s is not None and any(not (self.folder / f"{n}.json").is_file() for n in computes):
+            if self.budget_s is not None and any(not (self.where / f"{n}.json").is_file() for n in computes):
                 spent = time.monotonic() - self.started
-                done = len(list(self.folder.glob("*.json")))
-                raise BudgetReached(self.experiment_id, self.run_id, done, self.total, self.folder, spent)
+                done = len(list(self.where.glob("*.json")))
+                raise BudgetReached(self.experiment_id, self.run_id, done, self.total, self.where, spent)
         return {n: self.run(n, c) for n, c in computes.items()}
 
     def _work(self, computes: dict[str, Callable[[], dict[str, Any]]]) -> None:
         """A worker: claim (an exclusive ``.<unit>.claim`` file) and compute each pending unit in turn."""
         for name, compute in computes.items():
-            claim = self.folder / f".{name}.claim"
-            if (self.folder / f"{name}.json").is_file():
+            claim = self.where / f".{name}.claim"
+            if (self.where / f"{name}.json").is_file():
                 continue
             try:
                 os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
@@ -167,11 +167,12 @@ class UnitStore:
 
     def _run_workers(self, n: int) -> None:
         """``n`` processes running this command as workers (the budget's deadline passed on), waited for."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.where.mkdir(parents=True, exist_ok=True)
         self._clear_claims()  # a killed worker's claim: nobody holds it now
         deadline = "" if self.budget_s is None else str(time.time() + self.budget_s - (time.monotonic() - self.started))
         env = {**os.environ, WORKER_ENV: deadline}
-        procs = [subprocess.Popen([sys.executable, "-m", "featlab.cli", *self.spawn], env=env) for _ in range(n)]
+        words = list(self.spawn or [])
+        procs = [subprocess.Popen([sys.executable, "-m", "featlab.cli", *words], env=env) for _ in range(n)]
         try:
             codes = [p.wait() for p in procs]
         finally:
@@ -179,14 +180,21 @@ class UnitStore:
                 if p.poll() is None:
                     p.terminate()
             self._clear_claims()
-            for scratch in self.folder.parent.parent.glob(f".worker-{self.run_id}-*"):  # a killed worker's
+            for scratch in self.where.parent.parent.glob(f".worker-{self.run_id}-*"):  # a killed worker's
                 shutil.rmtree(scratch, ignore_errors=True)
         if bad := [c for c in codes if c not in (0, 3)]:
             raise RuntimeError(f"{len(bad)} of {n} unit workers of {self.experiment_id} failed (exit codes {bad}); "
                                f"their messages are above")
 
+    @property
+    def where(self) -> Path:
+        """The units folder (asked for only where units are kept)."""
+        if self.folder is None:
+            raise RuntimeError("this context keeps no units")
+        return self.folder
+
     def _clear_claims(self) -> None:
-        for f in self.folder.glob(".*.claim"):
+        for f in self.where.glob(".*.claim"):
             f.unlink(missing_ok=True)
 
     def run(self, name: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -205,7 +213,7 @@ class UnitStore:
         elapsed = time.monotonic() - t0
         self.computed.append(elapsed)
         enc = _encode(results)
-        atomic_write(self.folder / f"{name}.json", json.dumps(
+        atomic_write(self.where / f"{name}.json", json.dumps(
             {"format": FORMAT, "experiment": self.experiment_id, "run_id": self.run_id, "unit": name,
              "featlab": __version__, "elapsed_s": round(elapsed, 3), "sha256": content_hash(enc), "results": enc}))
         # (keys in the order the experiment gave them: a resumed run's records list its metrics in the same order)
@@ -219,11 +227,11 @@ class UnitStore:
             return
         spent = time.monotonic() - self.started
         if spent + max(self.computed) > self.budget_s:
-            done = len(list(self.folder.glob("*.json")))  # this call's and earlier calls' (or other processes')
-            raise BudgetReached(self.experiment_id, self.run_id, done, self.total, self.folder, spent)
+            done = len(list(self.where.glob("*.json")))  # this call's and earlier calls' (or other processes')
+            raise BudgetReached(self.experiment_id, self.run_id, done, self.total, self.where, spent)
 
     def _load(self, name: str) -> dict[str, Any] | None:
-        f = self.folder / f"{name}.json"
+        f = self.where / f"{name}.json"
         if not f.is_file():
             return None
         try:
@@ -251,7 +259,7 @@ class UnitStore:
             return
         shutil.rmtree(self.folder, ignore_errors=True)
         try:
-            self.folder.parent.rmdir()
+            self.where.parent.rmdir()
         except OSError:
             pass
 
