@@ -68,7 +68,9 @@ def test_pack_carries_units_to_another_folder(tmp_path):
     pack(tmp_path / "b", tmp_path / "q.tgz")
     assert unpack(tmp_path / "q.tgz", tmp_path / "c") == (len(pack_files(tmp_path / "b")), 0)
     assert unpack(tmp_path / "q.tgz", tmp_path / "c") == (0, len(pack_files(tmp_path / "b")))  # idempotent
-    _same_record(whole, featlab.run(EXP, out=tmp_path / "c", quiet=True, **TINY))
+    carried = featlab.run(EXP, out=tmp_path / "c", quiet=True, **TINY)
+    assert carried.skipped  # the carried record verifies (its files' hashes) and is reused, not retrained
+    _same_record(whole, carried)
 
 
 def test_damaged_and_foreign_packs_are_refused(tmp_path, capsys):
