@@ -182,3 +182,7 @@ class XORClusterDistribution:
             assert self.quantile is not None  # set by create() for this noise model
             return f_star(x[None], to_host(self.mu[e : e + 1]).double())[0].abs() < to_host(self.quantile[e])
         raise ValueError(self.noise)  # pragma: no cover
+
+
+# tiny instances of each data class, for the common checks of the distribution protocol (tests/test_common_checks.py)
+EXAMPLES = {"XORClusterDistribution": lambda seeds: XORClusterDistribution.create(seeds, 10, 0.1, 0.2)}

@@ -163,3 +163,8 @@ def relabel(batch: Batch, positive: torch.Tensor, seeds: list[int], mode: str) -
         cs.append(c)
     dev = batch.y.device
     return Batch(batch.x, to_run(torch.stack(ys), dev), {**batch.info, "cluster": to_run(torch.stack(cs), dev)})
+
+
+# tiny instances of each data class, for the common checks of the distribution protocol (tests/test_common_checks.py)
+EXAMPLES = {"MultiClusterDistribution": lambda seeds: MultiClusterDistribution.create(seeds, k=4, d=12,
+                                                                                     positive=[0, 1])}

@@ -284,3 +284,8 @@ def multiview_needs(cfg) -> list[Need]:
     needs.append(Need(f"Prop 4.4's linear program: {entries:.3g} entries held as Python lists", ("prop44_N", "k"),
                       bytes=100 * entries, flops=1e3 * entries))
     return needs
+
+
+# tiny instances of each data class, for the common checks of the distribution protocol (tests/test_common_checks.py)
+EXAMPLES = {"MultiViewDistribution": lambda seeds: MultiViewDistribution.create(seeds, 4, 6),
+            "LinearMultiView": lambda seeds: LinearMultiView.create(seeds, 5)}
