@@ -182,7 +182,7 @@ def check_diagnoses(exp: Experiment) -> None:
     """Each diagnosis attached to a claim applies at presets the experiment has, and reads as one short line."""
     for c in exp.claims:
         for d in c.diagnoses:
-            assert d.kind in KINDS, (exp.id, c.id, d.kind)
+            assert d.kind in KINDS and "featlab run" in d.evidence, (exp.id, c.id, d.kind)  # the command run
             assert d.presets and all(p in exp.presets for p in d.presets), (exp.id, c.id, d.presets)
             assert all(diagnosis_for(c, p) is not None for p in d.presets), (exp.id, c.id)
             for text in (d.why, d.evidence):  # shown in Markdown tables: one line, no '|', short, finished

@@ -1,5 +1,6 @@
 """Every claim can fail: each experiment's controls (settings where the paper's statements should be false) are run
-at quick scale, and a targeted claim that holds there is a defect."""
+at quick scale, and a targeted claim that holds there is a defect. (That every claim is targeted by a control, and
+pointed to by a numbered result of its paper, is checked by the common battery: tests/test_common_checks.py.)"""
 
 import pytest
 
@@ -51,13 +52,6 @@ def test_no_targeted_claim_holds_under_the_sanity_control(exp_id, name, out, tmp
     assert held == [], f"claims that hold under the control {name} of {exp_id} cannot fail: {held}"
 
 
-def test_every_claim_is_targeted_by_a_control():
-    missing = [f"{e.id}: {c.id}" for e in list_experiments() for c in e.claims
-               if c.kind in ("claim", "check") and not any(c.id in ctl.targets(e.claims) for ctl in e.controls)]
-    # (premises hold for trained rivals by design; a measurement has no verdict to defeat)
-    assert missing == []
-
-
 def test_control_flag_runs_the_control_and_says_so(out, capsys):
     tiny = ["seeds=1", "k=4", "d=64", "n=80", "n_test=40", "radii=[0,2,4]", "pgd_steps=2", "thm46_starts=2",
             "thm46_steps=2", "long_T=20"]
@@ -79,17 +73,3 @@ def test_control_cannot_be_overridden_away(out):
 def test_unknown_control_is_a_user_error(capsys, out):
     assert main(["run", "fa-synthetic", "--control-name", "nope", "--out", str(out)]) == 2
     assert "has no control 'nope'" in capsys.readouterr().err
-
-
-def test_coverage_names_only_declared_claims_and_every_claim_is_covered():
-    from featlab.runs.registry import paper_results, papers
-
-    declared = {c.id for e in list_experiments() for c in e.claims}
-    named = set()
-    for key in papers():
-        results = paper_results(key)
-        assert results, f"{key} lists no numbered results"
-        for r in results:
-            assert set(r.claims) <= declared, f"{key} {r.ref}: unknown claims {set(r.claims) - declared}"
-            named |= set(r.claims)
-    assert declared - named == set(), f"claims no numbered result points to: {sorted(declared - named)}"

@@ -5,11 +5,11 @@ On a CPU-only machine the run device *is* the host, so a tensor on the wrong dev
 :class:`~featlab.devicecheck.SimulatedDevice` the run device is ``torch.device("cpu", 0)`` and host tensors are
 marked: an op mixing the two, a run tensor reaching numpy, or a CPU generator drawing onto the run device is reported
 with the file and line that made it. Every registered experiment runs under it at the ``tiny`` setting it declares,
-and so does every control (at its own ``tiny`` sizes), so a new experiment is covered without editing this file.
+and so does every control (at its own ``tiny`` sizes), in the common battery (tests/test_common_checks.py), so a new
+experiment is covered without editing a test.
 The crashes a real GPU found are planted back below: the check must report each one.
 """
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,8 +28,7 @@ from featlab.train.loop import train
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny runs: one thread is fastest (tests/conftest.py)
 
 ROOT = Path(featlab.__file__).parent
-RUNS = [(e.id, None) for e in featlab.list_experiments()] + \
-       [(e.id, c.name) for e in featlab.list_experiments() for c in e.controls]  # every experiment, control, rival
+RUNS = [e.id for e in featlab.list_experiments()]  # every experiment (its GPU-vs-CPU equality, -m gpu)
 
 
 @pytest.fixture
@@ -125,35 +124,8 @@ def test_it_catches_probe_values_on_the_host(out, unrendered, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ every run
-def _check(exp: str, control: str | None, out: Path) -> None:
-    rec, problems = check_experiment(exp, out, control)
-    assert problems == [], "\n".join(problems)
-    assert rec.status == "complete", rec.summary.get("message")
-    summary = json.loads((rec.dir / "summary.json").read_text())
-    assert summary["device_type"] == "cpu"
-
-
-class TestFeatureAveraging:
-    @pytest.mark.parametrize("exp,control", [r for r in RUNS if r[0].startswith("fa-")])
-    def test_every_tensor_stays_on_its_side(self, exp, control, out, unrendered):
-        _check(exp, control, out)
-
-
-class TestMidpointMixup:
-    @pytest.mark.parametrize("exp,control", [r for r in RUNS if r[0].startswith("mm-")])
-    def test_every_tensor_stays_on_its_side(self, exp, control, out, unrendered):
-        _check(exp, control, out)
-
-
-class TestFeatureAmplification:
-    @pytest.mark.parametrize("exp,control", [r for r in RUNS if not r[0].startswith(("fa-", "mm-"))])
-    def test_every_tensor_stays_on_its_side(self, exp, control, out, unrendered):
-        _check(exp, control, out)
-
-
-def test_every_experiment_declares_a_tiny_setting():
-    missing = [e.id for e in featlab.list_experiments() if e.tiny is None]
-    assert missing == [], f"declare tiny={{...}} in @experiment (quick-preset overrides that run in ~1 s): {missing}"
+# Every registered experiment at its tiny setting, and every control and rival at theirs, runs under the check in
+# the common battery (tests/test_common_checks.py::check_tiny_run), generated from the registry.
 
 
 def test_run_identity_follows_the_resolved_device():
@@ -165,7 +137,7 @@ def test_run_identity_follows_the_resolved_device():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("exp", [r[0] for r in RUNS if r[1] is None])
+@pytest.mark.parametrize("exp", RUNS)
 def test_cuda_run_matches_cpu(exp, out):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
