@@ -78,8 +78,9 @@ def test_fa_synthetic_quick_claims_hold(out):
         "0.01, residual 0.36); margin 0.71 < 1 (quick, 2 seeds). See docs/feature-averaging.md"))),
     ("fa-ablation-n", "quick", {"values": [1000, 10000]}),
 ])
-def test_ablation_claims_hold(out, exp, preset, extra):
-    assert_all_hold(featlab.run(exp, preset, out=out, **extra))
+def test_ablation_claims_hold(shared_out, exp, preset, extra):
+    # shared_out: fa-ablation-init's quick run is the one its rivals are compared with (test_mechanism_controls.py)
+    assert_all_hold(featlab.run(exp, preset, out=shared_out, **extra))
 
 
 def test_lr_ablation_at_the_papers_values_reports_the_non_reproduction(out):

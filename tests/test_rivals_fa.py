@@ -64,8 +64,9 @@ def test_ablation_n_large_init_fails_averaging_at_every_n(tmp_path):
     assert _cell(main, "large-init")["state"] == "inconclusive" and main["role"] == "unsettled"
 
 
-def test_fine_binary_rival_decouples_and_fails_the_averaging_claims(tmp_path):
-    own, ctl, targets = _rival("fa-synthetic", "fine-binary", tmp_path / "runs", SYNTHETIC)
+def test_fine_binary_rival_decouples_and_fails_the_averaging_claims(shared_out):
+    # (shared_out: these two runs are tests/test_mechanism_controls.py's fa-synthetic runs at its CHEAP setting)
+    own, ctl, targets = _rival("fa-synthetic", "fine-binary", shared_out, SYNTHETIC)
     assert ctl.summary["control"]["overrides"] == {"binary_supervision": "fine"}
     m, r = own.summary["metrics"], ctl.summary["metrics"]
     assert m["binary.clean_acc"] >= 0.99 and r["binary.clean_acc"] >= 0.99  # both binary read-outs classify
@@ -106,11 +107,11 @@ def test_fine_binary_logits_average_each_clusters_neurons():
     assert A[0, 0] == A[2, 0] == 0.5 and A[5, 3] == 1
 
 
-def test_the_large_init_net_holds_no_mechanism_claim(tmp_path):
+def test_the_large_init_net_holds_no_mechanism_claim(shared_out):
     """The issue's referee check: fa-synthetic run with the paper's own "large" init (σ_w = σ_b = 1e-3: trained, not
     averaging) as if it were the paper's net, its rivals beside it, credits it with no held mechanism claim. Its
     large-init rival is that very net (the run of it is the same run): what the net holds, that rival holds."""
-    out, kw = tmp_path / "runs", dict(SYNTHETIC, sigma_w=1e-3, sigma_b=1e-3)
+    out, kw = shared_out, dict(SYNTHETIC, sigma_w=1e-3, sigma_b=1e-3)
     own = featlab.run("fa-synthetic", "quick", out=out, quiet=True, **kw)
     exp = featlab.get_experiment("fa-synthetic")
     rivals = [featlab.run("fa-synthetic", "quick", out=out, control=c.name, quiet=True, **kw)

@@ -52,7 +52,7 @@ PAPER = {"k": (10, _S61 + "k = 10"), "d": (3072, _S61 + "d = 3072"), "m": (5, _S
                        "long_eta": 0.05, "long_T": 200},
              "theory": THEORY},  # Assumption 4.3 at k = 4 but n: the Gram simulation and the flow (assumptions.py)
     tiny={"seeds": 1, "k": 4, "d": 32, "m": 2, "n": 60, "n_test": 20, "T": 5, "radii": [0, 2], "pgd_steps": 2,
-          "thm46_starts": 2, "thm46_steps": 2, "long_T": 20, "long_eta": 0.1},
+          "thm46_starts": 2, "thm46_steps": 2, "long_T": 20, "long_eta": 0.1, "ddn_steps": 3, "ddn_restarts": 1},
     claims=diagnosed(CLAIMS, "fa-synthetic"), cites={k: c for k, (_, c) in PAPER.items()})
 def fa_synthetic(ctx) -> None:
     cfg: FASyntheticConfig = ctx.cfg
