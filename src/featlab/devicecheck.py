@@ -12,7 +12,7 @@ file and line of featlab's code that made the call, what CUDA would refuse:
 - (c) a CPU generator feeding a run-device factory or a random op on a run tensor.
 
 Use it as ``with SimulatedDevice() as dev: featlab.run(exp, device="cpu", ...)``; ``dev.problems`` lists what it
-found. It is what tests/test_device.py runs over every experiment, every control and every rival.
+found. It is what the common checks (tests/test_common_checks.py) run over every experiment, control and rival.
 """
 
 from __future__ import annotations

@@ -185,7 +185,8 @@ def experiment(id: str, *, paper: str, reference: str, summary: str, config: typ
     shuffled labels, the null setting), each naming the claims it must defeat; ``featlab run ID --control``
     runs them, and no targeted claim may hold there.
     ``tiny``: overrides of the ``quick`` preset that run the experiment end to end in about a second;
-    featlab's tests run each registered experiment at it (tests/test_device.py), so every experiment declares one.
+    featlab's common checks run each registered experiment at it (tests/test_common_checks.py), so every
+    experiment declares one.
     ``assumptions``: the premises of the theorems its claims test, and which presets meet each (a ``theory`` preset
     meets them as far as the CPU allows; ``quick`` may leave some on purpose, and says so).
     """
