@@ -192,8 +192,6 @@ MAX_FUNCTION_LINES = 80  # DESIGN.md: a function of about 80 lines at most; a fi
 LONG_FUNCTIONS = {  # the ones allowed longer, each with its reason; this list may only shrink
     "papers/midpoint_mixup/pair_kernels.py:pairs_tasks": "a numba kernel: one loop nest over the (replica, block "
     "pair) grid whose two dozen arrays a split would pass through every call",
-    "probes/ensemble.py:robust_masks_ensemble": "the survivor-attack loop the architecture issue (47, item 2) makes "
-    "one primitive",
 }
 
 

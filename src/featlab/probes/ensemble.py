@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,7 @@ from .min_norm_stage import _min_norm, _verify
 from .passes import PassCounter
 from .robustness import Score, _norm, correct, pgd_l2, worst_case
 from .square import square_l2
+from .survivors import check_radii, lift, on_survivors, survivor_masks, within
 
 ATTACKS = ("apgd-ce", "apgd-t", "ddn", "square")
 MIN_NORM = ("ddn", "fmn", "alma")  # minimum-norm attacks: one distance per point, every radius at once
@@ -35,6 +37,12 @@ MIN_NORM = ("ddn", "fmn", "alma")  # minimum-norm attacks: one distance per poin
 # DLR loss against every class of the other group (the convergence check's other family)
 KNOWN = ("pgd", *ATTACKS, "fmn", "alma", "apgd-dlr")
 GRADIENT_FREE = ("square",)
+
+
+def _count(default: int, *, scaled: bool = True) -> Any:
+    """An AttackBudget parameter that is an int >= 1 (checked once, from this declaration); ``scaled``: multiplied
+    by :meth:`AttackBudget.stronger` (steps, restarts, starts, queries; not the number of target classes)."""
+    return field(default=default, metadata={"count": True, "scaled": scaled})
 
 
 @dataclass(frozen=True)
@@ -47,38 +55,35 @@ class AttackBudget:
     ``min_norm_starts`` their starts (the first from x, the others from random points of the ball of radius
     max r/2)."""
 
-    steps: int = 100
-    restarts: int = 1
-    n_targets: int = 3
-    queries: int = 1000
+    steps: int = _count(100)
+    restarts: int = _count(1)
+    n_targets: int = _count(3, scaled=False)
+    queries: int = _count(1000)
     p_init: float = 0.3
-    ddn_steps: int = 100
+    ddn_steps: int = _count(100)
     attacks: tuple[str, ...] = ATTACKS
     large_radius: float | None = None
-    pgd_steps: int = 20
+    pgd_steps: int = _count(20)
     pgd_step_factor: float = 2.5
-    pgd_restarts: int = 1
-    fmn_steps: int = 100
-    alma_steps: int = 100
-    min_norm_starts: int = 1
+    pgd_restarts: int = _count(1)
+    fmn_steps: int = _count(100)
+    alma_steps: int = _count(100)
+    min_norm_starts: int = _count(1)
 
     def __post_init__(self):
         bad = [a for a in self.attacks if a not in KNOWN]
         if bad:
             raise ValueError(f"the 'attacks' parameter of AttackBudget must name attacks among {list(KNOWN)}; "
                              f"got {bad!r} instead")
-        for name in ("steps", "restarts", "n_targets", "queries", "ddn_steps", "pgd_steps", "pgd_restarts",
-                     "fmn_steps", "alma_steps", "min_norm_starts"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"the {name!r} parameter of AttackBudget must be an int >= 1; got "
-                                 f"{getattr(self, name)!r} instead")
+        for f in fields(self):
+            if f.metadata.get("count") and getattr(self, f.name) < 1:
+                raise ValueError(f"the {f.name!r} parameter of AttackBudget must be an int >= 1; got "
+                                 f"{getattr(self, f.name)!r} instead")
 
     def stronger(self, factor: int = 2) -> AttackBudget:
         """The convergence check's budget: ``factor``× the steps, restarts, starts and queries."""
-        return AttackBudget(self.steps * factor, self.restarts * factor, self.n_targets, self.queries * factor,
-                            self.p_init, self.ddn_steps * factor, self.attacks, self.large_radius,
-                            self.pgd_steps * factor, self.pgd_step_factor, self.pgd_restarts * factor,
-                            self.fmn_steps * factor, self.alma_steps * factor, self.min_norm_starts * factor)
+        scaled = [f.name for f in fields(self) if f.metadata.get("scaled")]
+        return replace(self, **{name: getattr(self, name) * factor for name in scaled})
 
 
 @dataclass
@@ -127,33 +132,6 @@ class EnsembleResult:
         return pd.DataFrame(cols)
 
 
-def _lift(fn: Callable[[torch.Tensor], torch.Tensor], single: bool, dtype) -> Callable[[torch.Tensor], torch.Tensor]:
-    return (lambda z: fn(z[0]).to(dtype)[None]) if single else (lambda z: fn(z).to(dtype))
-
-
-def _on_survivors(attack, f, x, y, alive, r, event_dims, clip, bs: int) -> tuple[torch.Tensor, int]:
-    """Run ``attack(xs, ys, r) → (x_adv, fooled)`` on the True entries of ``alive`` (E, n), gathered per replica
-    (padded to the largest count; padding ignored), ``bs`` per replica at a time; ``r`` a radius or one per point
-    (E, n). Returns (verified broken (E, n), count of unverified)."""
-    cnt = alive.sum(1)
-    n_s = int(cnt.max())
-    if n_s == 0:
-        return torch.zeros_like(alive), 0
-    order = torch.argsort(alive.to(torch.int8), dim=1, descending=True, stable=True)[:, :n_s]
-    valid = torch.arange(n_s, device=alive.device)[None, :] < cnt[:, None]
-    rows = torch.arange(len(order), device=order.device)[:, None]
-    claimed, ok = torch.zeros_like(valid), torch.zeros_like(valid)
-    for i in range(0, n_s, bs):
-        o = order[:, i: i + bs]
-        xs, ys = x[rows, o], y[rows, o]
-        rs = r[rows, o] if isinstance(r, torch.Tensor) else r
-        x_adv, fooled = attack(xs, ys, rs)
-        claimed[:, i: i + bs] = fooled & valid[:, i: i + bs]
-        ok[:, i: i + bs] = _verify(f, xs, x_adv.detach(), ys, rs, event_dims, clip)
-    broken = torch.zeros_like(alive).scatter(1, order, claimed & ok)
-    return broken, int((claimed & ~ok).sum())
-
-
 def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii: list[float], *,
                           budget: AttackBudget | None = None, logits: Logits | None = None,
                           positive: torch.Tensor | None = None, event_dims: int = 3,
@@ -177,9 +155,7 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
     and the zero-gradient count are not repeated.
     """
     budget = budget or AttackBudget()
-    radii = [float(r) for r in radii]
-    if any(r < 0 for r in radii):
-        raise ValueError(f"radii must be >= 0; got {next(r for r in radii if r < 0)!r}")
+    radii = check_radii(radii)
     cascade = cascade or start is not None or frontier
     free_at = [i for i, a in enumerate(budget.attacks) if a in GRADIENT_FREE]
     if cascade and free_at and any(a not in GRADIENT_FREE for a in budget.attacks[free_at[0]:]):
@@ -188,96 +164,129 @@ def robust_masks_ensemble(score: Score, x: torch.Tensor, y: torch.Tensor, radii:
     single = y.dim() == 1
     xr, yr = (x[None], y[None].to(x.dtype)) if single else (x, y.to(x.dtype))
     counter = PassCounter(event_dims)
-    f = counter.wrap(_lift(score, single, x.dtype))
-    lg = None if logits is None else counter.wrap(_lift(logits, single, x.dtype))
+    f = counter.wrap(lift(score, single, x.dtype))
+    lg = None if logits is None else counter.wrap(lift(logits, single, x.dtype))
     counter.label = "clean"
-    bs = batch_size or max(yr.shape[1], 1)
-    chunks = [slice(i, i + bs) for i in range(0, yr.shape[1], bs)]
-    if clean is not None:
-        clean = clean[None] if single else clean
-        zero_grad = torch.zeros_like(clean)
-    else:
-        with torch.no_grad():
-            clean = torch.cat([correct(f(xr[:, c]), yr[:, c]) for c in chunks], 1)
-        zero_grad = torch.cat([_zero_grad(f, xr[:, c], yr[:, c], event_dims) for c in chunks], 1) & clean
+    run = _Run(f, xr, yr, radii, event_dims, clip, batch_size or max(yr.shape[1], 1))
+    clean, zero_grad = _clean(run, None if clean is None else clean[None] if single else clean)
     runners = _runners(budget, f, lg, positive, event_dims, clip, generator)
-    grid = sorted(set(radii))
-    r_max = max(radii) if radii else 0.0
-    base = {r: clean.clone() for r in grid}  # the points left to attack at each radius
+    base = {r: clean.clone() for r in run.grid}  # the points left to attack at each radius
     if start is not None:
         st = start if not single else start[:, None]
-        base = {r: base[r] & st[radii.index(r)] for r in grid}
+        base = {r: base[r] & st[radii.index(r)] for r in run.grid}
     masks: dict[str, torch.Tensor] = {}
     brk: dict[str, torch.Tensor] = {}
     unver: dict[str, int] = {}
     distance = closest = None
     for name in budget.attacks:
         counter.label = name
-        b_r = torch.full(clean.shape, math.inf, dtype=torch.float64, device=clean.device)  # its own breaks
         if name in MIN_NORM:
-            if r_max <= 0:
+            if run.r_max <= 0:
                 continue
-            d_own, unver[name], c_own = _min_norm(name, f, xr, yr, clean, chunks, budget, r_max, event_dims, clip,
-                                                  generator)
+            d_own, unver[name], c_own = _min_norm(name, f, xr, yr, clean, run.chunks, budget, run.r_max, event_dims,
+                                                  clip, generator)
             closer = d_own < distance if distance is not None else torch.ones_like(clean)
             distance = torch.where(closer, d_own, distance) if distance is not None else d_own
             closest = c_own if closest is None else torch.where(
                 closer.reshape(*closer.shape, *(1,) * event_dims), c_own, closest)
-            per_r = {}
-            for r in grid:
-                alive = (base[r] if cascade else clean) & ~(d_own <= r)
-                b_r = torch.where(torch.isinf(b_r) & (base[r] if cascade else clean) & ~alive, r, b_r)
-                per_r[r] = alive
+            masks[name], brk[name] = survivor_masks(radii, clean, within(d_own), start=base if cascade else None)
         elif name in runners and frontier and (masks or start is not None):
-            b_r, unver[name] = _descend(runners[name], f, xr, yr, base, grid, event_dims, clip, bs)
-            per_r = {r: base[r] & ~(b_r <= r) for r in grid}
+            brk[name], unver[name] = _descend(runners[name], run, base)
+            masks[name] = torch.stack([base[r] & ~(brk[name] <= r) for r in radii])
         elif name in runners:
-            alive, per_r, unver[name] = clean.clone(), {}, 0
-            for r in grid:
-                if cascade:
-                    alive &= base[r]
-                if r > 0 and alive.any():
-                    b, u = _on_survivors(runners[name], f, xr, yr, alive, r, event_dims, clip, bs)
-                    alive, unver[name] = alive & ~b, unver[name] + u
-                    b_r = torch.where(b, r, b_r)
-                per_r[r] = alive.clone()
+            masks[name], brk[name], unver[name] = run.survivors(runners[name], clean, base if cascade else None)
         else:
             continue
-        masks[name] = torch.stack([per_r[r] for r in radii])
-        brk[name] = b_r
         if cascade:
-            base = per_r
+            base = {r: masks[name][radii.index(r)] for r in run.grid}
     counter.label = "other"
     worst = worst_case(masks) if masks else torch.stack([base[r] for r in radii])
-    large = budget.large_radius
-    if large is None:
-        large = math.sqrt(xr[0, 0].numel()) * (clip[1] - clip[0]) if clip is not None else 10 * r_max
-    acc_large = None
-    if large > 0:  # only the points robust at the largest radius: the others are broken in any larger ball
-        left = worst[[radii.index(r_max)]][0] if radii else clean
-        with counter.stage("large"):
-            b, _ = _on_survivors(runners["apgd-ce"], f, xr, yr, left, large, event_dims, clip, bs)
-        acc_large = float((left & ~b).double().mean())
+    acc_large, large = _large_radius_check(run, budget, runners["apgd-ce"], worst, clean, counter)
     out = EnsembleResult(radii, clean, masks, worst, brk, distance, zero_grad, unver, acc_large, large, cascade,
                          counter, closest)
-    if single:
-        out.clean, out.zero_grad = clean[0], zero_grad[0]
-        out.masks = {k: m[:, 0] for k, m in masks.items()}
-        out.worst = worst[:, 0]
-        out.break_radius = {k: v[0] for k, v in brk.items()}
-        out.distance = None if distance is None else distance[0]
-        out.closest = None if closest is None else closest[0]
+    return _unbatch(out) if single else out
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every attack of one ensemble call shares: the lifted score, the replica-batched points, the radii, the
+    pixel box and the chunking."""
+
+    f: Score
+    xr: torch.Tensor
+    yr: torch.Tensor
+    radii: list[float]
+    event_dims: int
+    clip: tuple[float, float] | None
+    bs: int
+
+    @property
+    def grid(self) -> list[float]:
+        return sorted(set(self.radii))
+
+    @property
+    def r_max(self) -> float:
+        return max(self.radii) if self.radii else 0.0
+
+    @property
+    def chunks(self) -> list[slice]:
+        return [slice(i, i + self.bs) for i in range(0, self.yr.shape[1], self.bs)]
+
+    def verify(self, xs, x_adv, ys, rs) -> torch.Tensor:
+        return _verify(self.f, xs, x_adv, ys, rs, self.event_dims, self.clip)
+
+    def attack(self, attack, todo: torch.Tensor, r) -> tuple[torch.Tensor, int]:
+        """``attack`` on the points ``todo`` at ``r`` (one radius or one per point): (verified broken, unverified)."""
+        return on_survivors(attack, self.xr, self.yr, todo, r, self.bs, verify=self.verify)
+
+    def survivors(self, attack, clean, start) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """A radius attack over the radii on its own survivors: (masks, break radius, count of unverified)."""
+        unverified = [0]
+
+        def broken(todo: torch.Tensor, r: float) -> torch.Tensor:
+            b, u = self.attack(attack, todo, r)
+            unverified[0] += u
+            return b
+
+        masks, b_r = survivor_masks(self.radii, clean, broken, start=start)
+        return masks, b_r, unverified[0]
+
+
+def _large_radius_check(run: _Run, budget: AttackBudget, apgd, worst, clean, counter: PassCounter):
+    """The "a large ε reaches 0 %" check: APGD-CE at ``budget.large_radius`` (None: the pixel box's diameter with a
+    box, else 10·max r) on the points robust at the largest radius (the others are broken in any larger ball).
+    Returns (accuracy there or None when skipped, the radius)."""
+    large = budget.large_radius
+    if large is None:
+        large = math.sqrt(run.xr[0, 0].numel()) * (run.clip[1] - run.clip[0]) if run.clip is not None \
+            else 10 * run.r_max
+    if not large > 0:
+        return None, large
+    left = worst[[run.radii.index(run.r_max)]][0] if run.radii else clean
+    with counter.stage("large"):
+        b, _ = run.attack(apgd, left, large)
+    return float((left & ~b).double().mean()), large
+
+
+def _unbatch(out: EnsembleResult) -> EnsembleResult:
+    """A one-batch call's result without the replica axis of 1 it was computed with."""
+    out.clean, out.zero_grad = out.clean[0], out.zero_grad[0]
+    out.masks = {k: m[:, 0] for k, m in out.masks.items()}
+    out.worst = out.worst[:, 0]
+    out.break_radius = {k: v[0] for k, v in out.break_radius.items()}
+    out.distance = None if out.distance is None else out.distance[0]
+    out.closest = None if out.closest is None else out.closest[0]
     return out
 
 
-def _descend(attack, f, xr, yr, base: dict[float, torch.Tensor], grid: list[float], event_dims: int, clip,
-             bs: int) -> tuple[torch.Tensor, int]:
+def _descend(attack, run: _Run, base: dict[float, torch.Tensor]) -> tuple[torch.Tensor, int]:
     """The frontier: each point is attacked first at the largest radius where it is still to attack (``base``),
     then, while the attack breaks it, at the next smaller such radius; it stops at the first failure (a point it
     cannot break at r it does not attack at r' < r, whose ball lies inside r's). All points descend together, one
     radius per point per round (per-point radii), so an attack runs a few rounds, not once per radius. Returns (the
     smallest radius at which it broke each point, inf where none; count of unverified)."""
-    pos = [r for r in grid if r > 0]
+    yr = run.yr
+    pos = [r for r in run.grid if r > 0]
     todo = torch.stack([base[r] for r in pos]) if pos else None  # (P, *batch), ascending radii
     b_r = torch.full(yr.shape, math.inf, dtype=torch.float64, device=yr.device)
     if todo is None:
@@ -288,13 +297,25 @@ def _descend(attack, f, xr, yr, base: dict[float, torch.Tensor], grid: list[floa
     unverified = 0
     while (cur >= 0).any():
         active = cur >= 0
-        r = radii[cur.clamp(min=0)].where(active, radii[-1]).to(xr.dtype)
-        b, u = _on_survivors(attack, f, xr, yr, active, r, event_dims, clip, bs)
+        r = radii[cur.clamp(min=0)].where(active, radii[-1]).to(run.xr.dtype)
+        b, u = run.attack(attack, active, r)
         unverified += u
         b_r = torch.where(b, radii[cur.clamp(min=0)], b_r)
         below = todo & (idx < cur)  # the next smaller radius still to attack, for the points it broke
         cur = torch.where(b, torch.where(below, idx, -1).amax(0), -1)
     return b_r, unverified
+
+
+def _clean(run: _Run, clean: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The clean-correct mask (E, n) and where the score's gradient is exactly zero there; ``clean`` when already
+    known (an earlier stage's): its pass and the zero-gradient count are not repeated (zero_grad all False)."""
+    if clean is not None:
+        return clean, torch.zeros_like(clean)
+    f, xr, yr = run.f, run.xr, run.yr
+    with torch.no_grad():
+        clean = torch.cat([correct(f(xr[:, c]), yr[:, c]) for c in run.chunks], 1)
+    zero_grad = torch.cat([_zero_grad(f, xr[:, c], yr[:, c], run.event_dims) for c in run.chunks], 1) & clean
+    return clean, zero_grad
 
 
 def _zero_grad(f, x: torch.Tensor, y: torch.Tensor, event_dims: int) -> torch.Tensor:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 import torch
 
 from ..nn.twolayer import sign_prediction
+from .survivors import check_radii, lift, on_survivors, survivor_masks
 
 Score = Callable[[torch.Tensor], torch.Tensor]
 
@@ -99,18 +100,16 @@ def direction_masks(score: Score, x: torch.Tensor, y: torch.Tensor, radii: list[
     averaged feature or the way to the nearest centre of the other class. A point moved by r along u lies within
     every radius r' ≥ r, so a point is robust at r only if it is robust at every radius ≤ r (monotone curve)."""
     y = y.to(x.dtype)
-    order = sorted(range(len(radii)), key=lambda i: radii[i])
-    alive = correct(score(x), y)
-    out = torch.empty((len(radii), *alive.shape), dtype=torch.bool, device=alive.device)
-    for i in order:
-        r = float(radii[i])
-        if r > 0:
-            for u in directions():
-                if not alive.any():
-                    break
-                alive &= correct(score(x + r * u), y)
-        out[i] = alive
-    return out
+
+    def attack(todo: torch.Tensor, r: float) -> torch.Tensor:
+        left = todo.clone()
+        for u in directions():
+            if not left.any():
+                break
+            left &= correct(score(x + r * u), y)
+        return todo & ~left
+
+    return survivor_masks(radii, correct(score(x), y), attack)[0]
 
 
 def lipschitz_certificate(margin: torch.Tensor, lipschitz: torch.Tensor) -> torch.Tensor:
@@ -154,59 +153,33 @@ def robust_masks(score: Score, x: torch.Tensor, y: torch.Tensor, radii: list[flo
     * replica-batched data x (E, n, *event), y (E, n) → (R, E): the synthetic nets, ``event_dims=1``;
     * one batch x (n, *event), y (n,) → (R, n): e.g. images (n, C, H, W) with ``event_dims=3``, ``clip=(0, 1)``.
 
-    ``y`` ∈ {−1, +1}; ``score`` is cast to x's dtype. Radii are attacked in increasing order (each distinct radius
-    once) and only points still robust at the previous radius are attacked again: an adversarial example within
-    radius r is one within any r' ≥ r, so this is exact for the attack and makes the curve monotone (a stronger
-    attack than attacking every radius from scratch). The survivors are attacked ``batch_size`` per replica at a
-    time (None: all at once) on ``device`` (None: x's device). ``grad_score``: see :func:`pgd_l2`.
-    ``certified`` (shaped like y): a radius below which each point is provably robust (e.g. margin / Lipschitz
-    constant, see :func:`lipschitz_certificate`); such points are not attacked at smaller radii — the attacks'
-    cost goes where an attack can succeed, and the answer is unchanged.
+    ``y`` ∈ {−1, +1}; ``score`` is cast to x's dtype. :func:`~.survivors.survivor_masks` of PGD: radii in
+    increasing order, each distinct radius once, only the points still robust attacked again (exact for the attack,
+    a monotone curve: stronger than attacking every radius from scratch). The survivors are attacked
+    ``batch_size`` per replica at a time (None: all at once) on ``device`` (None: x's device). ``grad_score``: see
+    :func:`pgd_l2`. ``certified`` (shaped like y): a radius below which each point is provably robust (e.g.
+    margin / Lipschitz constant, see :func:`lipschitz_certificate`); such points are not attacked at smaller
+    radii — the attacks' cost goes where an attack can succeed, and the answer is unchanged.
     """
-    radii = [float(r) for r in radii]
-    if any(r < 0 for r in radii):
-        raise ValueError(f"radii must be >= 0; got {next(r for r in radii if r < 0)!r}")
+    radii = check_radii(radii)
     single = y.dim() == 1  # one batch: give it a replica axis of 1
     xr, yr = (x[None], y[None]) if single else (x, y)
-    lift = (lambda sc: (lambda z: sc(z[0]).to(x.dtype)[None])) if single else (
-        lambda sc: (lambda z: sc(z).to(x.dtype)))
-    f, gf = lift(score), (None if grad_score is None else lift(grad_score))
+    f, gf = lift(score, single, x.dtype), (None if grad_score is None else lift(grad_score, single, x.dtype))
     device = device or x.device
-    E, n = yr.shape
+    n = yr.shape[1]
     bs = batch_size or max(n, 1)
     alive = torch.cat([correct(f(xr[:, i: i + bs].to(device)), yr[:, i: i + bs].to(device)).to(x.device)
                        for i in range(0, n, bs)], 1)  # (E, n)
-    acc = {}
-    for r in sorted(set(radii)):
-        todo = alive if certified is None else alive & ~(certified.reshape(alive.shape).to(alive.device) > r)
-        if r > 0 and todo.any():
-            alive = alive & ~todo | _attack_survivors(f, xr, yr, todo, r, bs, device, event_dims, clip, generator,
-                                      dict(steps=steps, step_size=step_size_factor * r / steps,
-                                           random_start=random_start, restarts=restarts, grad_score=gf))
-        acc[r] = alive.clone()
-        if progress is not None:
-            progress.update(1)
-    res = torch.stack([acc[r] for r in radii])  # (R, E, n), in the order of ``radii``
+
+    def pgd(xs, ys, r):
+        with torch.enable_grad():
+            return pgd_l2(f, xs, ys, r, steps=steps, step_size=step_size_factor * r / steps,
+                          random_start=random_start, restarts=restarts, event_dims=event_dims, clip=clip,
+                          generator=generator, grad_score=gf)
+
+    res, _ = survivor_masks(radii, alive, lambda todo, r: on_survivors(pgd, xr, yr, todo, r, bs, device=device)[0],
+                            certified=certified, progress=progress)  # (R, E, n), in the order of ``radii``
     return res[:, 0] if single else res
-
-
-def _attack_survivors(f, x, y, alive, r, bs, device, event_dims, clip, generator, pgd) -> torch.Tensor:
-    """``alive`` (E, n) after PGD at radius r on its True entries, gathered per replica (padded to the largest
-    count; padding is attacked but ignored) and attacked ``bs`` per replica at a time."""
-    cnt = alive.sum(1)
-    n_s = int(cnt.max())
-    order = torch.argsort(alive.to(torch.int8), dim=1, descending=True, stable=True)[:, :n_s]
-    valid = torch.arange(n_s, device=alive.device)[None, :] < cnt[:, None]
-    rows = torch.arange(len(order), device=order.device)[:, None]
-    broken = torch.zeros_like(valid)
-    with torch.enable_grad():
-        for i in range(0, n_s, bs):
-            o = order[:, i: i + bs]
-            _, fooled = pgd_l2(f, x[rows, o].to(device), y[rows, o].to(device), r, event_dims=event_dims, clip=clip,
-                               generator=generator, **pgd)
-            broken[:, i: i + bs] = fooled.to(alive.device)
-    broken &= valid
-    return alive.scatter(1, order, alive.gather(1, order) & ~broken)
 
 
 def critical_radius(radii: Sequence[float], acc: torch.Tensor, level: float = 0.5) -> torch.Tensor:

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from .. import meter
+from .survivors import check_radii, survivor_masks
 
 Head = Callable[[torch.Tensor], torch.Tensor]
 
@@ -114,24 +115,22 @@ def subspace_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: torch.Tenso
                    generators: Sequence[torch.Generator], grad_head: Head | None = None,
                    certified: torch.Tensor | None = None, progress=None, dim: int | None = None) -> torch.Tensor:
     """Which points (E, n) stay correct under subspace PGD at each radius: (R, E, n) bool, the semantics of
-    :func:`~.robustness.robust_masks` (radii in increasing order on the survivors; ``certified`` points skipped;
-    one generator per replica). ``score`` is the dense score x ↦ head(x Wᵀ + b), used to confirm every success.
+    :func:`~.robustness.robust_masks` (:func:`~.survivors.survivor_masks` of subspace PGD: radii in increasing
+    order on the survivors; ``certified`` points skipped; one generator per replica). ``score`` is the dense score
+    x ↦ head(x Wᵀ + b), used to confirm every success.
     ``dim``: the dimension the inputs live in when ``x`` holds reduced coordinates of them (default x's last axis);
     the random start is uniform in that ball, so its part outside span(W) has the law of the full space's."""
-    radii = [float(r) for r in radii]
-    if any(r < 0 for r in radii):
-        raise ValueError(f"radii must be >= 0; got {next(r for r in radii if r < 0)!r}")
+    radii = check_radii(radii)
     if len(generators) != x.shape[0]:
         raise ValueError(f"generators: one per replica ({x.shape[0]}); got {len(generators)}")
     E, n, d = x.shape
     yd = y.to(x.dtype)
     sub = subspace(lin, x)
     K = sub.R.shape[1]
-    alive = _correct(score(x).to(x.dtype), yd)
-    acc = {}
-    for r in sorted(set(radii)):
-        todo = alive if certified is None else alive & ~(certified.reshape(alive.shape) > r)
-        for _ in range(restarts if r > 0 else 0):
+
+    def attack(todo: torch.Tensor, r: float) -> torch.Tensor:
+        broken = torch.zeros_like(todo)
+        for _ in range(restarts):
             if not todo.any():
                 break
             c0, s0 = (random_start(n, dim or d, K, r, generators, x.dtype, x.device) if random_start_
@@ -140,15 +139,15 @@ def subspace_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: torch.Tenso
                                          head=lin.head, grad_head=grad_head, c0=c0, s0=s0, todo=todo)
             if fooled.any():  # confirm on the dense score: x + Q c lies in the ball and scores as x + δ
                 e, i = fooled.nonzero(as_tuple=True)
-                xa = x[e, i] + _from_coords(sub.Q, c_hit, e, i)
                 conf = torch.zeros_like(fooled)
-                conf[e, i] = ~_correct(_score_points(score, xa, e, E).to(x.dtype), yd[e, i])
-                alive = alive & ~conf
+                conf[e, i] = ~_correct(_score_points(score, x[e, i] + _from_coords(sub.Q, c_hit, e, i), e, E
+                                                     ).to(x.dtype), yd[e, i])
+                broken |= conf
                 todo = todo & ~conf
-        acc[r] = alive.clone()
-        if progress is not None:
-            progress.update(1)
-    return torch.stack([acc[r] for r in radii])
+        return broken
+
+    alive = _correct(score(x).to(x.dtype), yd)
+    return survivor_masks(radii, alive, attack, certified=certified, progress=progress)[0]
 
 
 def _from_coords(Q: torch.Tensor, c: torch.Tensor, e: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
@@ -183,12 +182,10 @@ def subspace_direction_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: t
     tables = [_as_table(u, x) for u in directions()]
     dirs = [(table, idx, torch.bmm(table, Wt).gather(1, idx[..., None].expand(-1, -1, Wt.shape[-1])))
             for table, idx in tables]  # W u per point: (E, n or 1, M)
-    order = sorted(range(len(radii)), key=lambda i: radii[i])
-    alive = _correct(score(x).to(x.dtype), yd)
-    out = torch.empty((len(radii), *alive.shape), dtype=torch.bool, device=alive.device)
-    for i in order:
-        r = float(radii[i])
-        for table, idx, wu in dirs if r > 0 else ():
+
+    def attack(todo: torch.Tensor, r: float) -> torch.Tensor:
+        alive = todo
+        for table, idx, wu in dirs:
             flip = alive & ~_correct(lin.head(z0 + r * wu), yd)
             if flip.any():
                 e, j = flip.nonzero(as_tuple=True)
@@ -196,8 +193,9 @@ def subspace_direction_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: t
                 conf = torch.zeros_like(flip)
                 conf[e, j] = ~_correct(_score_points(score, xa, e, x.shape[0]).to(x.dtype), yd[e, j])
                 alive = alive & ~conf
-        out[i] = alive
-    return out
+        return todo & ~alive
+
+    return survivor_masks(radii, _correct(score(x).to(x.dtype), yd), attack)[0]
 
 
 def _as_table(u, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

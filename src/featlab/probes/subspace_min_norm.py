@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import torch
 
 from .subspace import Head, LinearHead, _correct, _from_coords, _score_points, subspace, subspace_pgd
+from .survivors import survivor_masks, within
 
 INIT_SCALES = (0.5, 1.0)  # first norms, in units of each point's linearised distance
 
@@ -138,5 +139,4 @@ def min_norm_masks(score: Head, lin: LinearHead, x: torch.Tensor, y: torch.Tenso
     dist, c = min_norm_distance(score, lin, x, y, steps=steps, restarts=restarts, generators=generators,
                                 surrogate_head=surrogate_head)
     dist = boundary_refine(score, lin, x, y, radii, dist, c, steps=pgd_steps, step_size_factor=step_size_factor)
-    r = torch.as_tensor([float(v) for v in radii], dtype=torch.float64, device=dist.device)
-    return dist[None] > r[:, None, None], dist
+    return survivor_masks(radii, dist > 0, within(dist))[0], dist  # dist > r at every r (0 where misclassified)
