@@ -10,7 +10,6 @@ import featlab
 from featlab.runs.discrimination import annotate
 from featlab.runs.registry import list_experiments, papers
 from test_controls import control_inputs
-from test_rivals_fa import SYNTHETIC
 
 # Experiments whose quick run and rivals take minutes here (mm-multiview alone: ~7 min for its own run and its
 # rivals): these full-quick checks run with `pytest -m slow`; the default suite runs the same rivals at a cheaper
@@ -21,6 +20,8 @@ SLOW = {"mm-multiview", "mm-spurious-digits", "rfa-phase", "fa-ablation-n"}
 # same overrides for both runs, so the rival still differs by its mechanism alone): fa-synthetic at the setting of
 # tests/test_rivals_fa.py (d = 1024, n = 400, 5 seeds; its own run and fine-binary's are shared with that file),
 # fa-phase on a 2 × 2 grid with a coarser radius scan (9 cells and 13 radii at quick: 80 s a rival here).
+SYNTHETIC = dict(seeds=5, d=1024, n=400, n_test=100, pgd_steps=5, thm46_starts=2, thm46_steps=5,
+                 convergence_check=False, long_T=100, long_eta=0.1, attacks=["avgdir", "midpoint"])
 CHEAP = {"fa-synthetic": SYNTHETIC,
          "fa-phase": {"ks": [4, 8], "ds": [1024, 2048], "n_radii": 9, "n_test": 100}}
 
@@ -39,9 +40,11 @@ GROUPS = [lambda e: e.paper == KEYS[0] and FIRST.index(e.id) < len(FIRST) // 2,
           lambda e: e.paper != KEYS[0]]
 
 
-def check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch):
+def check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch, cheap: dict | None = None):
+    """The rival ``name`` beside the paper net's own run, both at ``cheap`` (default: CHEAP's, else quick's);
+    returns (the own run, the rival's, the claims it targets)."""
     preset, kw = control_inputs(exp_id, tmp_path, monkeypatch)
-    kw = {**kw, **CHEAP.get(exp_id, {})} if preset == "quick" else kw
+    kw = {**kw, **(CHEAP.get(exp_id, {}) if cheap is None else cheap)} if preset == "quick" else kw
     out = shared_out if preset == "quick" else tmp_path / "runs"
     own = featlab.run(exp_id, preset, out=out, quiet=True, **kw)
     ctl = featlab.run(exp_id, preset, out=out, control=name, quiet=True, **kw)
@@ -52,14 +55,14 @@ def check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch):
     assert preset != "quick" or bare == [], f"{exp_id}: claims judged with neither samples nor a reason to be " \
         f"exact: {bare}"  # (toy inputs: a net that classifies no point leaves nothing to resample)
     info = ctl.summary["control"]
-    assert info["kind"] == "mechanism" and info["premise"]
+    assert info["name"] == name and info["kind"] == "mechanism" and info["premise"]
     targets = set(info["claims"])
     judged = {c["id"] for c in ctl.claims}
     kinds = {c.id: c.kind for c in declared.values()}
     missing = {i for i in targets if kinds[i] == "claim"} - judged
     assert not missing, f"the rival {name} of {exp_id} did not judge the claims it must fail: {sorted(missing)}"
     if preset != "quick":
-        return  # toy inputs in the real formats: neither net trains at this size, so there is nothing to compare
+        return own, ctl, targets  # toy inputs in the real formats: neither net trains at this size, nothing to compare
     for m, value in info["trained_values"].items():
         mine = own.summary["metrics"][m]
         assert value is not None and value >= mine - info["margin"], (
@@ -73,6 +76,7 @@ def check_mechanism_control(exp_id, name, shared_out, tmp_path, monkeypatch):
             assert c["role"] == "premise", (exp_id, name, c["id"], c["role"])
         if c.get("role") == "mechanism":
             assert on_rival.get(c["id"]) == "failed" or c["id"] not in targets, (exp_id, name, c["id"])
+    return own, ctl, targets
 
 
 class TestFirstPaper:

@@ -12,37 +12,17 @@ import pytest
 
 import featlab
 from featlab.runs.discrimination import annotate
+from test_mechanism_controls import SYNTHETIC, check_mechanism_control
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 ABLATION_N = dict(values=[1000, 2000], n_test=100)
-SYNTHETIC = dict(seeds=5, d=1024, n=400, n_test=100, pgd_steps=5, thm46_starts=2, thm46_steps=5,
-                 convergence_check=False, long_T=100, long_eta=0.1, attacks=["avgdir", "midpoint"])
 
 
 def _rival(exp_id: str, name: str, out, kw: dict):
-    """The paper net's run and the rival's at the same overrides, checked as tests/test_mechanism_controls.py's
-    check_mechanism_control checks a rival at quick; returns (paper run, rival run, the rival's targets)."""
-    own = featlab.run(exp_id, "quick", out=out, quiet=True, **kw)
-    ctl = featlab.run(exp_id, "quick", out=out, control=name, quiet=True, **kw)
-    assert own.ok and ctl.ok, (own.summary.get("message"), ctl.summary.get("message"))
-    info = ctl.summary["control"]
-    assert info["name"] == name and info["kind"] == "mechanism" and info["premise"]
-    kinds = {c.id: c.kind for c in featlab.get_experiment(exp_id).claims}
-    targets = set(info["claims"])
-    missing = {i for i in targets if kinds[i] == "claim"} - {c["id"] for c in ctl.claims}
-    assert not missing, f"the rival {name} of {exp_id} did not judge the claims it must fail: {sorted(missing)}"
-    for m, value in info["trained_values"].items():  # a rival that trains worse proves nothing
-        mine = own.summary["metrics"][m]
-        assert value is not None and value >= mine - info["margin"], (exp_id, name, m, value, mine)
-    annotate(own, [ctl], featlab.get_experiment(exp_id))
-    on_rival = {c["id"]: c["status"] for c in ctl.claims}
-    for c in own.claims:
-        if c.get("kind") == "claim" and c["id"] in targets and on_rival.get(c["id"]) == "held":
-            assert c["role"] == "premise", (exp_id, name, c["id"], c["role"])
-        if c.get("role") == "mechanism":
-            assert on_rival.get(c["id"]) == "failed" or c["id"] not in targets, (exp_id, name, c["id"])
-    return own, ctl, targets
+    """The paper net's run and the rival's at the same overrides, checked as every rival is checked
+    (tests/test_mechanism_controls.py's check_mechanism_control); returns (paper run, rival run, its targets)."""
+    return check_mechanism_control(exp_id, name, out, out, None, cheap=kw)
 
 
 def _cell(claim: dict, rival: str) -> dict:
