@@ -51,7 +51,8 @@ def test_every_experiment_has_an_absurd_size_here():
 def test_an_absurd_size_is_refused_in_one_line_before_any_work(exp_id, budget, tmp_path, capsys, monkeypatch):
     field, value = HUGE[exp_id]
     monkeypatch.setattr(get_experiment(exp_id), "fn", lambda ctx: pytest.fail("the run started"))
-    code = main(["run", exp_id, f"{field}={value}", "--out", str(tmp_path / "runs")])
+    # --preset quick named: an experiment named after a dataset refuses its digits smoke preset when only implied
+    code = main(["run", exp_id, "--preset", "quick", f"{field}={value}", "--out", str(tmp_path / "runs")])
     err = capsys.readouterr().err
     assert code == 2
     lines = err.strip().splitlines()

@@ -38,9 +38,11 @@ EXPECTED = {
     ("rfa-phase", "no-noise"): {"rfa.phase_harmful": I},
     # α = 0.1 for 3,000 steps fits no noisy point at n = 1000, d = 200: the pattern is a premise at this horizon
     ("rfa-theorem1", "long-trained"): {"rfa.thm1_pattern": H},
-    # the lazy net fits every clean point and no noisy one by 300 steps; its errors are 0 like the paper net's, and
-    # a zero error against the threshold 0 is inconclusive for either (the exact interval's upper end is above 0)
-    ("rfa-theorem1", "large-init"): {"rfa.thm1_pattern": H, "rfa.thm1_test_err": I, "rfa.thm1_clean": I},
+    # the lazy net fits every clean point and no noisy one by 300 steps; its errors are 0 like the paper net's: a zero
+    # test error against η is inconclusive (the exact interval's upper end is above it), and zero clean errors in N
+    # test points hold thm1_clean as it now reads (issue 44: what N points can decide, ≈ 3.7/N), for the lazy net
+    # as for the paper's: a premise, as the rival's text says ("any net that fits the clean clusters may meet it")
+    ("rfa-theorem1", "large-init"): {"rfa.thm1_pattern": H, "rfa.thm1_test_err": I, "rfa.thm1_clean": H},
     # fig1_fstar: one net is inconclusive by the minimum-units rule, and so are five (every seed agrees with f*: the
     # exact interval over five seeds reaches down to 0.48); its test points alone say held, as for the paper's net
     ("rfa-fig1", "large-init"): {"rfa.fig1_pattern": H, "rfa.fig1_fstar": I},

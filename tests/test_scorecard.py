@@ -88,8 +88,8 @@ def test_no_counted_published_verdict_is_exact_or_rests_on_fewer_than_5_nets():
 def test_reproduce_ends_with_the_scorecards_and_the_quick_runs_agreement(tmp_path):
     """The end of `featlab reproduce`: the committed scorecards, each claim with this run's quick verdict beside it
     (agree / differ / not run), one line saying quick presets are not counted; never a bare 0/0."""
-    from featlab.report.summary import build, console_summary
     from featlab.report.scorecard_text import QUICK_NOTE
+    from featlab.report.summary import build, console_summary
     from featlab.runs.runner import resolve_config
 
     d = tmp_path / "fa-ablation-n" / "aaaa1111"

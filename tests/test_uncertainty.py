@@ -157,7 +157,8 @@ def test_without_samples_the_value_alone_decides():
 
 def test_records_count_each_verdict_apart_and_old_records_still_read():
     mech = {"role": "mechanism"}  # what the rival runs showed (runs/discrimination.py)
-    claims = [{"holds": True, "status": "held", **mech}, {"holds": False, "status": "inconclusive", "settle": 9, **mech},
+    claims = [{"holds": True, "status": "held", **mech},
+              {"holds": False, "status": "inconclusive", "settle": 9, **mech},
               {"holds": False, **mech}, {"holds": True, "kind": "check"}]
     assert status_counts(claims) == {"held": 1, "failed": 1, "inconclusive": 1, "unverified": 0}
     assert counts_text(claims) == "1 of 3 mechanism claims held (1 failed, 1 inconclusive); not counted: 1 check"

@@ -43,7 +43,8 @@ def cmd_scorecard(a: argparse.Namespace) -> int:
     if a.out:
         if not Path(a.out).is_dir():
             raise ConfigError(f"--out: no runs folder {a.out!r}; pass the OUT of 'featlab run/reproduce'")
-        found, not_run, source = from_runs(a.out, quick=False), {}, f"the runs under {a.out}"
+        not_run: dict = {}
+        found, source = from_runs(a.out, quick=False), f"the runs under {a.out}"
     else:
         if not Path(a.results).is_dir():
             raise ConfigError(f"no committed results at {a.results!r}; run from the repository's root, or pass "

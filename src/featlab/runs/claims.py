@@ -208,7 +208,8 @@ class Claim:
         value = measured if isinstance(measured, float) else math.nan
         bounds, strict, seeds = self.threshold.bounds(scale), self.threshold.strict, None
         if per_seed is not None and not math.isnan(value):  # the share of seeds passing decides, against 1/2
-            iv, value, bounds = pass_count(self.threshold, per_seed, scale)
+            seed_iv, value, bounds = pass_count(self.threshold, per_seed, scale)
+            iv: Interval | None = seed_iv
             text, strict, seeds = text + f" at each seed; {PASS_RULE}", True, len(per_seed)
         else:  # (a NaN measurement fails, as without per-seed values)
             iv = interval(samples, statistic, unit=unit) if samples is not None else None

@@ -18,7 +18,7 @@ import torch
 from ..errors import TrainingDiverged
 from ..placement import to_host, to_numpy, to_run
 from ..text import safe_print, table
-from ..utils import resolve_dtype, silence_stdout
+from ..utils import resolve_device, resolve_dtype, silence_stdout
 from .claims import Claim, Verdict
 from .uncertainty import Samples
 from .units import UnitStore
@@ -47,7 +47,9 @@ class RunContext:
     run_device: InitVar[torch.device | None] = None  # the runner passes the device its preflight resolved
 
     def __post_init__(self, run_device: torch.device | None) -> None:
-        self.device = run_device if run_device is not None else self.cfg.run_device()
+        if run_device is None:  # a config's own resolution (AUTO_DEVICE); a plain namespace names its device
+            run_device = self.cfg.run_device() if hasattr(self.cfg, "run_device") else resolve_device(self.cfg.device)
+        self.device = run_device
 
     @property
     def seeds(self) -> list[int]:

@@ -241,8 +241,8 @@ def _clustered(samples: Clustered, statistic: Callable[..., float] | None, unit:
         return Interval(theta, theta, G, label, method="point", clustered=True)
     if statistic is None and len(arrs) == 1 and _binary(arrs[0]):  # a share: bounded by construction
         codes = np.unique(ids, return_inverse=True)[1].reshape(-1)
-        lo, hi = clustered_share(np.bincount(codes, weights=arrs[0]), np.bincount(codes))
-        return Interval(float(lo), float(hi), G, label, method="wilson (clustered)", clustered=True)
+        lo_a, hi_a = clustered_share(np.bincount(codes, weights=arrs[0]), np.bincount(codes))
+        return Interval(float(lo_a), float(hi_a), G, label, method="wilson (clustered)", clustered=True)
     from scipy.stats import t
 
     boot = cluster_bootstrap(arrs, ids, stat, np.random.default_rng(seed), resamples)
@@ -312,7 +312,7 @@ def interval(samples: Samples, statistic: Callable[..., float] | None = None, *,
     if len(arrs) > 1 and all(_binary(a) for a in arrs) and all(np.array_equal(a, arrs[0]) for a in arrs):
         # paired 0/1 units that never disagree: the share of units that could disagree (Clopper–Pearson over the
         # n units, none seen) bounds the difference — never zero-width
-        v, half = float((statistic or _mean)(*arrs)), clopper_pearson(0, n)[1]
+        v, half = float(statistic(*arrs) if statistic is not None else _mean(arrs[0])), clopper_pearson(0, n)[1]
         return Interval(v - half, v + half, n, unit, method="clopper-pearson (no unit differs)")
     if n < SMALL_N and (statistic is None or (statistic is mean_difference and len(arrs) == 2)):
         x = arrs[0] if statistic is None else arrs[0] - arrs[1]
