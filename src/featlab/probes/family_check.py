@@ -23,7 +23,8 @@ from dataclasses import replace
 
 import torch
 
-from .ensemble import MIN_NORM, AttackBudget, EnsembleResult, robust_masks_ensemble
+from .budget import MIN_NORM, AttackBudget
+from .ensemble import EnsembleResult, robust_masks_ensemble
 from .robustness import transition_radii
 
 FAMILIES = (*MIN_NORM, "apgd-dlr")

@@ -7,15 +7,12 @@ and its actual perturbation is within the radius).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 
+from .budget import AttackBudget
 from .min_norm import alma_l2, ddn_l2, fmn_l2
 from .robustness import Score, _norm, correct, random_in_ball
-
-if TYPE_CHECKING:
-    from .ensemble import AttackBudget
 
 
 def _verify(f: Score, x: torch.Tensor, x_adv: torch.Tensor, y: torch.Tensor, r: float | torch.Tensor,

@@ -25,7 +25,8 @@ from dataclasses import replace
 
 import torch
 
-from .ensemble import MIN_NORM, AttackBudget, EnsembleResult, _verify, robust_masks_ensemble
+from .budget import MIN_NORM, AttackBudget
+from .ensemble import EnsembleResult, _verify, robust_masks_ensemble
 from .robustness import pgd_l2
 
 

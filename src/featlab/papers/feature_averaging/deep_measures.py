@@ -26,7 +26,8 @@ from ...data.images import ImageData
 from ...nn.twolayer import logit_margin_readout
 from ...placement import to_host, to_numpy
 from ...probes.apgd import binary_logits
-from ...probes.ensemble import MIN_NORM, AttackBudget, EnsembleResult, robust_masks_ensemble
+from ...probes.budget import MIN_NORM, AttackBudget
+from ...probes.ensemble import EnsembleResult, robust_masks_ensemble
 from ...probes.family_check import family_check
 from ...probes.indicators import attack_indicators
 from ...probes.schedule import min_norm_first
