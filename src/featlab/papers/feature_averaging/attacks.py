@@ -151,11 +151,13 @@ def convergence_change(tgt: Target, dist, te, radii, attacks, pgd, worst: torch.
 class Bounds(NamedTuple):
     """Per test point (E, n): ``lower`` a sound lower bound on the minimum ℓ2 distance that flips it (exact or
     certified), ``upper`` the distance of a verified adversarial point (the ensemble's radius grid, or the exact
-    solver's point), ``ensemble`` the ensemble's alone, ``exact`` where the two meet."""
+    solver's point), ``ensemble`` the ensemble's alone, ``exact`` where the two meet; ``delta`` (E, n, d) the binary
+    net's exact minimal perturbations δ* (None for the k-class net; meaningful where ``exact`` and lower > 0)."""
     lower: torch.Tensor
     upper: torch.Tensor
     ensemble: torch.Tensor
     exact: torch.Tensor
+    delta: torch.Tensor | None = None
 
 
 def distance_bounds(net: EnsembleTwoLayer, te, radii: list[float], worst: torch.Tensor, positive=None,
@@ -173,6 +175,6 @@ def distance_bounds(net: EnsembleTwoLayer, te, radii: list[float], worst: torch.
         if not ok.all():  # out of the solver's reach: certified below, the ensemble above
             cert = certified_lower_bound(net.W, net.b, net.A, te.x, te.y, upper=att).double()
             lower = torch.where(ok, lower, cert)
-        return Bounds(lower, upper, att, ok)
+        return Bounds(lower, upper, att, ok, ex.delta(net.W))
     cert = certified_lower_bound(net.W, net.b, net.A, te.x, te.y, positive=positive, upper=att).double()
     return Bounds(cert, att, att, cert >= att)

@@ -26,12 +26,13 @@ from ...config import ExperimentConfig, Need, check
 from ...data.base import Batch
 from ...nn.twolayer import EnsembleTwoLayer, block_readout, joint_preactivation, sign_prediction, signed_readout
 from ...train.loop import TrainResult, train
-from ...train.objectives import cross_entropy
+from ...train.objectives import cross_entropy, logistic
 from ...utils import per_replica, torch_threads
 from . import gram, measures
 from .data import MultiClusterDistribution, relabel
 from .fine_binary import binary_objective, supervision_ok
 from .flow import flow
+from .reference import nonrobust_multiclass
 
 
 class FADataConfig(ExperimentConfig):
@@ -55,9 +56,19 @@ class FADataConfig(ExperimentConfig):
     pairwise_cos: float = Field(0.0, ge=0, lt=1, description="cos(μ_i, μ_j) for near-orthogonal centres (Fig 9)")
     norm_scales: list[float] | None = Field(None, description="‖μ_j‖ = √d·scale_j (unequal norms); default all 1")
     shared_data: bool = Field(False, description="all seeds use seed 0's centres and data (only init differs)")
-    init: Literal["random", "decoupled"] = Field(
-        "random", description="binary net's start: the paper's small random init, or (a control) that init plus Thm "
-        "D.3's robust decoupled network (neuron (s, r) = μ_j of its own class, bias −αd/2)")
+    init: Literal["random", "decoupled", "lazy"] = Field(
+        "random", description="binary net's start: the paper's small random init; or (a control) that init plus Thm "
+        "D.3's robust decoupled network (neuron (s, r) = μ_j of its own class, bias −αd/2); or (the 'lazy' rival) a "
+        "large init σ_w = σ_b = lazy_scale/√d with neurons (+, r) and (−, r) started at the same w⁰, b⁰, so f₀ ≡ 0 "
+        "and GD stays near W(0) (the kernel regime: activation patterns barely move)")
+    lazy_scale: float = Field(30.0, gt=0, description="init='lazy': σ_w = σ_b = lazy_scale/√d, i.e. ‖w⁰‖ ≈ "
+                              "lazy_scale [our choice: at d = 3072, η = 1e-3, T = 100 the learned part is < 1 % of "
+                              "‖w⁰‖ and < 5 % of the (neuron, training point) activation patterns flip]")
+    binary_model: Literal["relu", "linear"] = Field(
+        "relu", description="binary net: the paper's two-layer ReLU net, or (the 'linear-logistic' rival) linear "
+        "logistic regression f(x) = <v, x> + c by GD on the same loss and data at the same η and T, held as the same "
+        "net with tied neurons w_{+,r} = v = −w_{−,r}, b_{+,r} = c = −b_{−,r} (ReLU(z) − ReLU(−z) = z), so every "
+        "probe and attack reads it unchanged")
     binary_supervision: Literal["coarse", "fine"] = Field(
         "coarse", description="labels the binary net's first layer learns from: the paper's binary labels (eq. 1), or "
         "(the 'fine-binary' rival) the cluster labels by §4.2's cross-entropy, then read out as f (fine_binary.py)")
@@ -127,6 +138,10 @@ class FASyntheticConfig(FADataConfig):
                        "silent on repeats]")
     h: int = Field(1, ge=1, description="k-class net: neurons per class [paper silent; 1 fits Fig 2b]",
                    json_schema_extra={"range": [1, 2, 4]})
+    kclass_init: Literal["random", "prop48"] = Field(
+        "random", description="k-class net's start: the paper's small random init, or (the 'prop48-start' rival) "
+        "that init plus Prop 4.8's non-robust network f_j(x) = ReLU(<μ_j + Σ_{l∈J_s}μ_l, x>) (h copies per class), "
+        "which fits the fine labels from step 0: GD at the paper's η and T then decides whether it leaves it")
     long_T: int = Field(10_000, ge=0, description="steps of a second, longer binary run on the same data, for λ(t) "
                         "over ηt ∈ [1, η·long_T] (Lemma B.23, §5: λ ≈ log(ηt)); 0 skips it [featlab's choice; the "
                         "paper is silent: it has no longer run]")
@@ -235,10 +250,21 @@ def binary_net(cfg, seeds, dtype, device=None, dist=None) -> EnsembleTwoLayer:
 
 
 def kclass_net(cfg, seeds, dtype, device=None, dist=None) -> EnsembleTwoLayer:
-    """FA §4.2: f_j = (1/h) Σ_r ReLU(<w_{j,r}, x>), no bias."""
+    """FA §4.2: f_j = (1/h) Σ_r ReLU(<w_{j,r}, x>), no bias; ``kclass_init='prop48'`` adds Prop 4.8's network."""
     net = EnsembleTwoLayer.init(seeds, cfg.d if dist is None else dist.dim, block_readout(cfg.k, cfg.h, 1 / cfg.h),
                                 sigma_w=cfg.sigma_w, sigma_b=None, dtype=dtype, device=device, role="init/multiclass")
-    return _from_gaussians(net, dist, seeds, "init/multiclass", cfg.sigma_w, None)
+    net = _from_gaussians(net, dist, seeds, "init/multiclass", cfg.sigma_w, None)
+    if getattr(cfg, "kclass_init", "random") == "prop48" and dist is not None:  # Prop 4.8: w_j = μ_j + Σ_{J_s}μ_l
+        with torch.no_grad():
+            net.W.add_(nonrobust_multiclass(dist).W.to(net.W.dtype).repeat_interleave(cfg.h, dim=1))
+    return keep_init(net)
+
+
+def keep_init(net: EnsembleTwoLayer) -> EnsembleTwoLayer:
+    """Keep W(0) and b(0) on the net (``W0``, ``b0``): what GD learned is W − W(0) (Lemma 5.1's decomposition)."""
+    net.W0 = net.W.detach().clone()  # type: ignore[assignment]
+    net.b0 = None if net.b is None else net.b.detach().clone()  # type: ignore[assignment]
+    return net
 
 
 def _fit(cfg, params, loss_fn, seeds, probe, prefix):
@@ -255,15 +281,28 @@ def _fit(cfg, params, loss_fn, seeds, probe, prefix):
 
 
 def _binary_start(cfg, seeds, dist, tr) -> EnsembleTwoLayer:
+    """W(0), b(0) of the binary net (``init``, ``binary_model``), kept on the net (:func:`keep_init`)."""
+    if cfg.init == "lazy":  # the lazy rival: a large init, σ = lazy_scale/√d
+        scale = cfg.lazy_scale / dist.d ** 0.5
+        cfg = cfg.model_copy(update={"sigma_w": scale, "sigma_b": scale})
     net = binary_net(cfg, seeds, tr.x.dtype, tr.x.device, dist)
-    if cfg.init == "decoupled":  # a control: GD starts at Thm D.3's robust network, not near 0
-        with torch.no_grad():
+    assert net.b is not None  # the binary net has biases (§3.2)
+    m = cfg.m
+    with torch.no_grad():
+        if cfg.init == "decoupled":  # a control: GD starts at Thm D.3's robust network, not near 0
             pos, neg = dist.positive.nonzero().flatten(), (~dist.positive).nonzero().flatten()
-            r = torch.arange(cfg.m, device=pos.device)
+            r = torch.arange(m, device=pos.device)
             net.W.add_(dist.mu[:, torch.cat([pos[r % len(pos)], neg[r % len(neg)]])].to(net.W.dtype))
-            assert net.b is not None  # the binary net has biases (§3.2)
             net.b.add_(-cfg.alpha * cfg.d / 2)
-    return net
+        if cfg.init == "lazy":  # (−, r) starts at (+, r)'s w⁰, b⁰: f₀ ≡ 0 with the paper's architecture
+            net.W[:, m:] = net.W[:, :m]
+            net.b[:, m:] = net.b[:, :m]
+        if cfg.binary_model == "linear":  # v = w_{+,0}(0): every (+, r) is v, every (−, r) is −v (f = <v, x> + c)
+            net.W[:, :m] = net.W[:, :1]
+            net.W[:, m:] = -net.W[:, :1]
+            net.b[:, :m] = net.b[:, :1]
+            net.b[:, m:] = -net.b[:, :1]
+    return keep_init(net)
 
 
 def _binary_probe(cfg, dist, tr, net, x):
@@ -275,7 +314,8 @@ def _binary_probe(cfg, dist, tr, net, x):
             acc = (sign_prediction(out) == tr.y).to(x.dtype).mean(-1)
             cos = measures.cosine_matrix(dist.mu, net.W)
             q = tr.y.to(out.dtype) * out  # training margins q_i = y_i f(x_i) (Lemma 5.3)
-            lam = measures.coefficient_proxy(net.W, dist.mu)[:, mask.T]  # in-class λ_{s,r,j} (Lemma B.23)
+            # in-class λ_{s,r,j} (Lemma B.23) of Lemma 5.1's decomposition: read on the learned part w − w⁰
+            lam = measures.coefficient_proxy(measures.learned_part(net), dist.mu)[:, mask.T]
         return {"train_acc": acc, "cos_in_class_mean": measures.averaging_stats(cos, mask)["cos_in_class_mean"],
                 "margin_spread": q.amax(-1) - q.amin(-1), "margin_mean": q.mean(-1),
                 "lambda_in_class_min": lam.amin(-1), "lambda_in_class_max": lam.amax(-1)}
@@ -293,12 +333,25 @@ def _kclass_probe(cfg, dist, tr, net, x):
 
 
 def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
-    """Full-batch GD on the logistic loss (FA eq. 1; ``binary_supervision='fine'``: the rival's, fine_binary.py)."""
+    """Full-batch GD on the logistic loss (FA eq. 1; ``binary_supervision='fine'``: the rival's, fine_binary.py;
+    ``binary_model='linear'``: linear logistic regression, :func:`_linear_score`)."""
     net, x = _binary_start(cfg, seeds, dist, tr), train_inputs(cfg, tr)
     loss = binary_objective(cfg, dist, tr)  # eq. 1, or the fine-binary rival's (fine_binary.py)
-    res = _fit(cfg, [net.W, net.b], lambda step: loss(net, net.preactivation(x)), seeds,
-               _binary_probe(cfg, dist, tr, net, x), prefix)
+    probe = _binary_probe(cfg, dist, tr, net, x)
+    if cfg.binary_model == "linear":
+        res = train([net.W, net.b], lambda step: logistic(_linear_score(net, x, cfg.m), tr.y), cfg.T, seeds=seeds,
+                    lr=2 * cfg.m * cfg.eta, probe=probe, probe_every=cfg.probe_every, prefix=prefix,
+                    desc=f"{prefix}GD (linear)")
+        return net, res
+    res = _fit(cfg, [net.W, net.b], lambda step: loss(net, net.preactivation(x)), seeds, probe, prefix)
     return net, res
+
+
+def _linear_score(net: EnsembleTwoLayer, x, m: int) -> torch.Tensor:
+    """The linear-logistic rival's score <v, x> + c = (mean_r z_{+,r} − mean_r z_{−,r})/2 on the tied net: linear in
+    (W, b), so GD keeps the tie, and each row's gradient is 1/(2m) of v's — GD at 2mη on the rows is GD at η on v."""
+    z = net.preactivation(x)
+    return (z[..., :m].mean(-1) - z[..., m:].mean(-1)) / 2
 
 
 def fit_kclass(cfg, seeds, dist, tr, prefix="multiclass."):
@@ -314,7 +367,7 @@ def fit_both(cfg, seeds, dist, tr) -> tuple[EnsembleTwoLayer, TrainResult, Ensem
     two first layers in one product per step, so the data are read once (half the step's cost when n·d is large).
     Each net's update is its own loss's gradient, as apart; the records are split back by net. The flow integrator
     (its step sizes adapt to the loss) still fits them one at a time."""
-    if cfg.integrator == "flow":
+    if cfg.integrator == "flow" or cfg.binary_model == "linear":
         return (*fit_binary(cfg, seeds, dist, tr), *fit_kclass(cfg, seeds, dist, tr))
     bnet, knet, x = _binary_start(cfg, seeds, dist, tr), kclass_net(cfg, seeds, tr.x.dtype, tr.x.device, dist), \
         train_inputs(cfg, tr)

@@ -181,7 +181,7 @@ def binary_alignment(net, dist, m: int) -> tuple[torch.Tensor, dict[str, torch.T
         test = averaging_margin(net.W, dist.mu, dist.positive, m)  # (a) fidelity and (b) off-class ratio, per neuron
         stats["fa_off_ratio_max"] = test["off_ratio"].max(-1).values
         stats["fa_margin"] = test["margin_min"]
-        lam = coefficient_proxy(net.W, dist.mu)  # (E, 2m, k): λ_{s,r,j} ≈ <w_{s,r}, μ_j>
+        lam = coefficient_proxy(learned_part(net), dist.mu)  # (E, 2m, k): λ_{s,r,j} ≈ <w_{s,r} − w⁰_{s,r}, μ_j>
         lam_in = lam[:, mask.T]
         stats["lambda_in_class_mean"] = lam_in.mean(-1)
         stats["lambda_ratio"] = lam_in.max(-1).values / lam_in.min(-1).values  # Lemma B.24: ≤ 1 + 204ε
@@ -189,7 +189,45 @@ def binary_alignment(net, dist, m: int) -> tuple[torch.Tensor, dict[str, torch.T
         v = target_directions(dist.mu, mask.T)
         stats["fa_rel_residual"] = fit_coefficients(net.W, v)["rel_residual"].mean(-1)
         stats["bias_max_abs"] = net.b.abs().max(-1).values
+        stats.update(learned_stats(net, dist, m))
     return cos, stats
+
+
+def learned_part(net) -> torch.Tensor:
+    """W − W(0), what GD learned (Lemma 5.1: w^(t) = w^(0) + Σ_j λ_j μ_j/‖μ_j‖² + Σ_i σ_i ξ_i/‖ξ_i‖²); W itself for a
+    net that kept no W(0) (common.keep_init)."""
+    W0 = getattr(net, "W0", None)
+    return net.W.detach() if W0 is None else net.W.detach() - W0
+
+
+def learned_stats(net, dist, m: int) -> dict[str, torch.Tensor]:
+    """The alignment and coefficient statistics of the learned part W − W(0) (E,): in-class mean and off-class max
+    |cos(μ_j, w − w⁰)| (Thm 4.5 (2) read on what GD learned), ‖w − w⁰‖/‖w⁰‖ (mean over neurons: how far GD moved
+    from the init), and the mean in-class and off-class learned coefficients λ_{s,r,j} (Lemma 5.1, B.11) with their
+    ratio (averaging: ≈ 0, Cor B.5; a lazy net, active on half of every cluster: ≈ −1)."""
+    D = learned_part(net)
+    mask = in_class_mask(dist.positive, m, D.shape[1] - m)
+    stats = {f"learned_{k}": v for k, v in averaging_stats(cosine_matrix(dist.mu, D), mask).items()}
+    W0 = getattr(net, "W0", None)
+    if W0 is not None:
+        stats["learned_norm_ratio"] = (D.norm(dim=-1) / W0.norm(dim=-1).clamp_min(torch.finfo(D.dtype).tiny)).mean(-1)
+    lam = coefficient_proxy(D, dist.mu)  # (E, 2m, k)
+    lam_in, lam_off = lam[:, mask.T].mean(-1), lam[:, ~mask.T].mean(-1)
+    stats.update(learned_lambda_in_class_mean=lam_in, learned_lambda_off_class_mean=lam_off,
+                 learned_lambda_off_over_in=lam_off / lam_in)
+    return stats
+
+
+def flipped_patterns(net, x: torch.Tensor) -> torch.Tensor:
+    """Share of (neuron, point) activation patterns 1[<w, x> + b ≥ 0] that differ between W(0), b(0) and the trained
+    W, b, per replica (E,): ≈ 0 in the lazy (kernel) regime; x (E, n, d) or (n, d) shared."""
+    W0, b0 = getattr(net, "W0", None), getattr(net, "b0", None)
+    if W0 is None:
+        return torch.full((net.W.shape[0],), float("nan"), dtype=net.W.dtype, device=net.W.device)
+    with torch.no_grad():
+        z0 = x @ W0.transpose(1, 2) + (0 if b0 is None else b0[:, None, :])
+        z = net.preactivation(x)
+        return ((z0 >= 0) != (z >= 0)).to(x.dtype).mean((-1, -2))
 
 
 def kclass_alignment(net, dist, k: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -203,3 +241,16 @@ def kclass_alignment(net, dist, k: int) -> tuple[torch.Tensor, dict[str, torch.T
         v = target_directions(dist.mu, groups)
         stats["fd_rel_residual"] = fit_coefficients(net.W, v)["rel_residual"].mean(-1)
     return cos, stats
+
+
+def min_perturbation_direction(bounds, dist, te) -> torch.Tensor:
+    """Thm 4.5 (3): mean cos(δ*, −y(Σ_{J+}μ_j − Σ_{J−}μ_j)) per replica (E,) over the test points whose exact
+    minimal perturbation δ* (``bounds.delta``) is resolved and non-zero. f_FA's δ* is along the averaged direction
+    (cos 1); a decoupled net read out by f's plain sum moves along −μ_i + Σ_{J−y}μ_l (cos √((1 + |J−y|)/k))."""
+    sums = dist.class_sums()  # (E, 2, d)
+    u = (sums[:, 0] - sums[:, 1])[:, None, :] * -te.y[..., None].to(sums.dtype)  # (E, n, d)
+    delta = bounds.delta.to(u.dtype)
+    tiny = torch.finfo(u.dtype).tiny
+    cos = (delta * u).sum(-1) / (delta.norm(dim=-1) * u.norm(dim=-1)).clamp_min(tiny)
+    ok = bounds.exact & (bounds.lower > 0) & torch.isfinite(cos)
+    return torch.where(ok, cos, 0).sum(-1) / ok.sum(-1).to(u.dtype)

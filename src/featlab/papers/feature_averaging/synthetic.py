@@ -119,14 +119,16 @@ def _measure(ctx, cfg: FASyntheticConfig, seeds, dist, tr, te, bnet, knet):
     m["binary.cos_in_class_ideal"] = measures.fa_ideal(dist, cfg.m)[:, in_class].mean()
     if ctx.judges("fa.thm46"):
         m.update(_thm46(cfg, seeds, dist, tr, bnet))
+    x_tr = tr.x[0] if cfg.shared_data else tr.x
+    m["binary.patterns_flipped"] = measures.flipped_patterns(bnet, x_tr)  # the lazy rival's check: ≈ 0
     with torch.no_grad():  # Lemma 5.5: S_{y_i,i} = [m], neurons 0..m−1 carry s = +1 (signed_readout)
         active = bnet.preactivation(tr.x) >= 0  # (E, n, 2m), ReLU'(0) = 1
         own = torch.where((tr.y > 0)[..., None], active[..., : cfg.m], active[..., cfg.m:])
         m["binary.lemma55_share_all_active"] = own.all(-1).to(tr.x.dtype).mean(-1)
     # ---- Fig 3 left: robust accuracy vs radius, worst case over the attack ensemble (and per attack)
     radii = cfg.radius_grid()
-    which = [net for net, cid in (("binary", "fa.binary_breaks"), ("multiclass", "fa.kclass_holds"))
-             if ctx.judges(cid)]
+    which = [net for net, cids in (("binary", ("fa.binary_breaks", "fa.binary_breaks_direction")),
+                                   ("multiclass", ("fa.kclass_holds",))) if ctx.judges(*cids)]
     curves, conv = _robustness(cfg, seeds, dist, te, bnet, knet, which) if which else ({}, {})
     for attack, (bc, kc) in curves.items():
         sfx = "" if attack == "worst" else f"_{attack}"
@@ -211,6 +213,8 @@ def _robustness(cfg: FASyntheticConfig, seeds, dist, te, bnet, knet, which=("bin
     conv: dict[str, torch.Tensor | float]
     conv = {f"{net}.certified_radius_median": c.median(-1).values for net, c in cert.items()}
     r = torch.as_tensor(radii, dtype=torch.float64, device=te.x.device)[:, None, None]
+    if "binary" in bounds:  # Thm 4.5 (3): the direction the exact minimal perturbation takes
+        conv["binary.min_pert_cos_avgdir"] = measures.min_perturbation_direction(bounds["binary"], dist, te)
     for net, b in bounds.items():  # how far the ensemble alone is from the truth, and how wide the interval is
         conv[f"{net}.exact_share"] = b.exact.to(dt).mean(-1)
         left = (worst[net] & (b.upper[None] <= r)).any(0)  # the ensemble left robust at a radius where it is not
