@@ -115,7 +115,7 @@ def test_image_training_times_its_tests_and_scales_them_to_eval_every(no_short_l
 
 def test_a_timing_is_cached_per_machine_code_and_config(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(timing, "measure", lambda e, c, d: calls.append(c) or timing.Timing(12.0, 1.0, 2, 6))
+    monkeypatch.setattr(timing, "measure", lambda e, c, d, *limit: calls.append(c) or timing.Timing(12.0, 1.0, 2, 6))
     exp, cfg = resolve_config("rfa-fig1", "quick")
     cpu = torch.device("cpu")
     first, again = timing.timed(exp, cfg, cpu), timing.timed(exp, cfg, cpu)
@@ -134,7 +134,7 @@ def test_a_capped_timing_of_many_seeds_is_retimed_at_one_and_two_and_extended(mo
     (T2 − T1)), and says so; if a smaller timing hits the cap too, the lower bound stands, labelled as one."""
     calls = []
 
-    def fake(e, c, d, capped_from=3):  # 10 s of fixed work and 5 s a seed; the cap stops runs of 3 seeds or more
+    def fake(e, c, d, limit_s=None, capped_from=3):  # 10 s of fixed work and 5 s a seed; the cap stops 3 seeds+
         calls.append(c.seeds)
         return timing.Timing(10.0 + 5.0 * c.seeds, 1.0, 1, 3, stopped=timing.CAPPED if c.seeds >= capped_from else "")
 
@@ -146,7 +146,7 @@ def test_a_capped_timing_of_many_seeds_is_retimed_at_one_and_two_and_extended(mo
     assert timing.cached(exp, cfg, torch.device("cpu")).how().count("extended to 5") == 1  # the cache keeps it
     for capped_from, tried in ((2, [4, 1, 2]), (1, [4, 1])):  # a capped one-seed timing is not retimed at two
         calls.clear()
-        monkeypatch.setattr(timing, "measure", lambda e, c, d, f=capped_from: fake(e, c, d, capped_from=f))
+        monkeypatch.setattr(timing, "measure", lambda e, c, d, *limit, f=capped_from: fake(e, c, d, capped_from=f))
         exp, cfg = resolve_config("mm-spurious-digits", "quick", overrides={"seeds": 4, "epochs": 10 + capped_from})
         t = timing.timed(exp, cfg, torch.device("cpu"))
         assert calls == tried and t.stopped == timing.CAPPED and "a lower bound" in t.how() and t.seconds == 30.0

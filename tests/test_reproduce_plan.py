@@ -5,6 +5,7 @@ it can make — printed before anything runs, and nothing else done."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 import torch
@@ -19,7 +20,7 @@ from featlab.runs.runner import check_resources, resolve_config
 FACTOR = 50.0  # a fixed machine: each run "timed" at 50× its lower bound, never measured (no test waits on it)
 
 
-def fake_measure(exp, cfg, device):
+def fake_measure(exp, cfg, device, limit_s=None):
     return timing.Timing(FACTOR * lower_bound(cfg.estimate(), device.type), 0.01, 1, 3)
 
 
@@ -154,3 +155,24 @@ def test_a_recorded_missing_data_reason_is_dropped_once_the_data_are_found(tmp_p
     make_mnist(tmp_path / "data", monkeypatch, "fashionmnist", n=(40, 20))
     now = reproduce._not_run_reason(root, exp, "paper")
     assert now != why and now.startswith("not run here yet: estimated") and "featlab run mm-spurious-fmnist" in now
+
+
+def test_a_dry_run_shares_one_time_budget_and_times_no_more(cpu_machine, tmp_path, capsys, monkeypatch):
+    """Each timing gets at most what is left of DRY_RUN_S; once it is spent the rest say "not timed" (no time
+    printed for them), and what was timed is cached for the next dry run."""
+    limits = []
+
+    def slow(exp, cfg, device, limit_s=None):
+        limits.append(limit_s)
+        time.sleep(0.3)
+        return timing.Timing(1.0, 0.3, 1, 3)
+
+    monkeypatch.setattr(timing, "measure", slow)
+    monkeypatch.setattr(timing, "DRY_RUN_S", 1.0)
+    monkeypatch.setattr(timing, "MIN_SHARE_S", 0.2)
+    main(["reproduce", "feature-amplification", "--dry-run", "--out", str(tmp_path / "o")])
+    out = capsys.readouterr().out
+    assert limits and all(lim <= 1.0 for lim in limits) and len(limits) < 5, limits
+    assert "the dry run's time budget is spent" in out and "total: not timed" in out, out
+    main(["reproduce", "feature-amplification", "--dry-run", "--out", str(tmp_path / "o")])
+    assert len(limits) < 10 and "cached: timed here before" in capsys.readouterr().out

@@ -64,12 +64,14 @@ class Meter:
     """The timing of one metered run: ``extra`` (seconds the skipped iterations would have taken), ``loops`` and
     ``iterations`` (how many ran, all loops together)."""
 
-    def __init__(self, sync: Callable[[], None] | None = None, limit_s: float | None = None):
+    def __init__(self, sync: Callable[[], None] | None = None, limit_s: float | None = None,
+                 spare_s: float | None = None):
         self.sync = sync
         self.deadline = None if limit_s is None else time.perf_counter() + limit_s
         self.stack: list[_Frame] = [_Frame(1)]
         self.loops = self.iterations = 0
-        self.spare = SPARE_S
+        self.spare = SPARE_S if spare_s is None else spare_s
+        self.short = min(SHORT_S, self.spare)  # a loop that would end within this runs to its end
         self.decisions: dict[tuple[object, int], bool] = {}  # (call site, size) → runs to its end
         self.trace: list[tuple[int, int, int, float, float]] = []  # per loop: depth, total, ran, seconds, added
 
@@ -99,10 +101,10 @@ class Meter:
                 self.check()
                 if len(frame.times) == runs:
                     rest = (frame.total - runs) * typical(frame.times)
-                    fresh = rest <= min(SHORT_S, self.spare)
+                    fresh = rest <= min(self.short, self.spare)
                     first = self.decisions.setdefault((site, frame.total), fresh)
                     # near the line, as the loop's first run here decided: every seed's curve as long as the others'
-                    if not (fresh if rest > 4 * SHORT_S or rest < SHORT_S / 4 else first):
+                    if not (fresh if rest > 4 * self.short or rest < self.short / 4 else first):
                         break
                     self.spare -= rest  # a short loop runs to its end: the probes after it see its real state
             ended = True
@@ -178,10 +180,12 @@ def metering_now() -> bool:
 
 
 @contextmanager
-def metering(sync: Callable[[], None] | None = None, limit_s: float | None = None) -> Iterator[Meter]:
+def metering(sync: Callable[[], None] | None = None, limit_s: float | None = None,
+             spare_s: float | None = None) -> Iterator[Meter]:
     """Run the loops inside in a few timed iterations; the meter's ``extra`` is what the rest would have taken.
-    ``limit_s``: past it, the next metered step raises :class:`OverBudget` (``extra`` then covers what ran)."""
-    meter = Meter(sync, limit_s)
+    ``limit_s``: past it, the next metered step raises :class:`OverBudget` (``extra`` then covers what ran);
+    ``spare_s``: the seconds short loops may take running to their end (default ``SPARE_S``)."""
+    meter = Meter(sync, limit_s, spare_s)
     token = _active.set(meter)
     try:
         yield meter

@@ -21,9 +21,9 @@ from ..report.summary import NOT_RUN_FILE, build, console_summary
 from ..runs.index import find_runs
 from ..runs.record import counts_text
 from ..runs.registry import NO_PAPER_PRESET, Experiment, list_experiments, papers
-from ..runs.resources import duration, size
+from ..runs.resources import duration, lower_bound, size
 from ..runs.runner import resolve_config, run
-from ..runs.timing import estimate
+from ..runs.timing import dry_run_budget, estimate
 from ..utils import atomic_write, check_writable, json_dumps, json_loads, resolve_device, writing
 from .options import add_run_options
 
@@ -192,7 +192,8 @@ def print_plan(todo: list[tuple[Experiment, str]], configs: list, not_run: dict[
                out: Path | None = None, measure: bool | None = True) -> list[tuple[Any, str]]:
     """Print each experiment's estimated time and memory and how the time was estimated (featlab.runs.timing: a run
     of the same config under ``out``, its own steps timed here or cached, else a scaled model; ``measure=None``
-    times only what might need a GPU); skip, with a line, those whose data are missing or that need a GPU (more than
+    times only what might need a GPU; ``measure=True``, a dry run, shares ``DRY_RUN_S`` among its timings);
+    skip, with a line, those whose data are missing or that need a GPU (more than
     a day on this CPU). The rest is returned (``not_run`` gets the reasons)."""
     gpu = torch.cuda.is_available()
     runs = find_runs(out) if out is not None else None
@@ -200,8 +201,8 @@ def print_plan(todo: list[tuple[Experiment, str]], configs: list, not_run: dict[
     print(f"plan (each experiment's own steps timed on {where}, scaled to the preset's steps; how, in brackets):",
           flush=True)
     kept, timed = [], []
-    for (e, p), cfg in zip(todo, configs):
-        est = estimate(e, cfg, runs=runs, measure=measure)
+    ests = _estimates(todo, configs, runs, measure)
+    for (e, p), est in zip(todo, ests):
         secs = est.seconds
         slow = "" if gpu or secs <= GPU_S else f"needs a GPU ({'about' if est.measured else 'at least'} " \
             f"{duration(secs)} on this CPU)"
@@ -216,6 +217,26 @@ def print_plan(todo: list[tuple[Experiment, str]], configs: list, not_run: dict[
     print("  " + plan_total(timed) + (f"; {len(todo) - len(kept)} skipped" if len(kept) < len(todo) else ""),
           flush=True)
     return kept
+
+
+def _estimates(todo: list[tuple[Experiment, str]], configs: list, runs: Any, measure: bool | None) -> list:
+    """Each run's estimate. A dry run (``measure=True``) shares one time budget among its timings
+    (featlab.runs.timing.DRY_RUN_S), the cheapest runs by the lower bound first: as many as can be are timed in
+    full, and the others stop at their share (a floor) or are left for the next dry run (those timed are cached)."""
+    if measure is not True:
+        return [estimate(e, cfg, runs=runs, measure=measure) for (e, _), cfg in zip(todo, configs)]
+    budget = dry_run_budget([(e, cfg) for (e, _), cfg in zip(todo, configs)])
+    order = sorted(range(len(todo)), key=lambda i: _cost(configs[i]))
+    found = {i: estimate(todo[i][0], configs[i], runs=runs, measure=True, budget=budget) for i in order}
+    return [found[i] for i in range(len(todo))]
+
+
+def _cost(cfg: Any) -> float:
+    """The run's lower bound on its device (the order in which a dry run times runs): infinite if unknown."""
+    try:
+        return lower_bound(cfg.estimate(), cfg.run_device().type)
+    except Exception:
+        return float("inf")
 
 
 def plan_total(ests: list) -> str:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..runs.claims import fill_fields
 from ..runs.index import find_runs
 from ..runs.record import RunRecord, check_counts, counts_text, is_check, is_uncontrolled, status
+from ..runs.runner import resolve_config
 from ..text import fmt_value
 from ..utils import atomic_write
 from .tables import diagnosis_of, interval_text, verdict_text
@@ -67,13 +69,27 @@ def render_block(exp_id: str, preset: str, rec: RunRecord | None) -> str:
                else f" ({c.get('role') or 'no rival'}: not counted)" if is_uncontrolled(c) else "")
         found = diagnosis_of(exp_id, c["id"], preset) if status(c) in ("failed", "inconclusive") else None
         verdict = verdict_text(c) + (f" — diagnosis: {found.text()}" if found else "")
-        lines.append(f"| `{c['id']}`{tag} | {_esc(c['statement'])} | {_esc(fmt_value(c['measured']))} | "
+        said = fill_fields(c["statement"], cfg)  # a record of an older featlab may carry {field:g} unfilled
+        lines.append(f"| `{c['id']}`{tag} | {_esc(said)} | {_esc(fmt_value(c['measured']))} | "
                      f"{_esc(interval_text(c))} | {_esc(c['threshold'])} | {_esc(verdict)} |")
     return "\n".join(lines) + "\n"
 
 
 def latest(out: Path, exp_id: str, preset: str) -> RunRecord | None:
-    return next((r for r in find_runs(out).of(exp_id) if r.ok and r.summary.get("preset") == preset), None)
+    """The newest complete run of ``featlab run EXP --preset PRESET`` itself under ``out``: not a control, and with
+    the preset's own config (a run with ``seeds=4`` or a stability study's variant is another run: a block filled
+    from it would show the preset's claims with another run's verdicts)."""
+    return next((r for r in find_runs(out).of(exp_id) if r.ok and r.summary.get("preset") == preset
+                 and not r.summary.get("control") and _of_preset(r, exp_id, preset)), None)
+
+
+def _of_preset(rec: RunRecord, exp_id: str, preset: str) -> bool:
+    """Whether ``rec``'s config is ``preset``'s (fields added since it ran aside, which it could not record)."""
+    try:
+        want = resolve_config(exp_id, preset)[1].to_dict()
+    except Exception:  # an experiment or preset gone since: the record alone says what it ran
+        return True
+    return all(k not in want or want[k] == v for k, v in (rec.config or {}).items())
 
 
 def sync_docs(out: str | Path, docs: str | Path) -> list[tuple[Path, str, str, bool]]:

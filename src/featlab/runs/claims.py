@@ -151,8 +151,17 @@ class Near(Threshold):
 
 
 def fill_fields(statement: str, config: dict[str, Any]) -> str:
-    """``{field}`` in a claim's statement replaced by the run's value; other braces (λ_{s,r,j}) stay as written."""
-    return re.sub(r"\{(\w+)\}", lambda m: str(config[m.group(1)]) if m.group(1) in config else m.group(0), statement)
+    """``{field}`` (or ``{field:g}``, a format spec) in a claim's statement replaced by the run's value; other braces
+    (λ_{s,r,j}) stay as written."""
+    def fill(m: re.Match) -> str:
+        if m.group(1) not in config:
+            return m.group(0)
+        try:
+            return format(config[m.group(1)], m.group(2) or "")
+        except (TypeError, ValueError):  # a spec the value does not take: its plain text
+            return str(config[m.group(1)])
+
+    return re.sub(r"\{(\w+)(?::([^{}]*))?\}", fill, statement)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import io
 import json
+import math
 import os
 import platform
 import random
@@ -44,6 +45,9 @@ CACHE_FILE = "step_times.json"
 KEEP = 400  # entries kept in the cache (the newest)
 LIMIT_S = 120.0  # a timing that runs longer stops at its next metered step (what ran is then a lower bound)
 CAPPED = f"the {LIMIT_S:.0f} s cap"  # why such a timing stopped (then retimed at fewer seeds: by_seeds)
+# ``reproduce --dry-run``: all its timings share DRY_RUN_S, each given at least MIN_SHARE_S (a floor, "≥", past it)
+DRY_RUN_S, MIN_SHARE_S = 40.0, 3.0
+BUDGET = "the dry run's time budget"  # why a timing given a share of it stopped: not cached (a longer one may end)
 
 
 @dataclass
@@ -116,9 +120,12 @@ def _write_cache(key: str, entry: dict[str, Any]) -> None:
         atomic_write(cache_path(), json.dumps(dict(newest[-KEEP:]), indent=1))
 
 
-def cached(exp: Any, cfg: Any, device: torch.device) -> Timing | None:
-    """The cached timing of this run on this machine and code, or None."""
+def cached(exp: Any, cfg: Any, device: torch.device, limit_s: float | None = None) -> Timing | None:
+    """The cached timing of this run on this machine and code, or None; None too for a floor that a dry run's
+    budget stopped at ``limit`` s when ``limit_s`` is half as long again (given that, the timing may end now)."""
     entry = _read_cache().get(cache_key(exp, cfg, device))
+    if isinstance(entry, dict) and limit_s is not None and limit_s > 1.5 * float(entry.get("limit") or math.inf):
+        return None
     try:
         return Timing(float(entry["seconds"]), float(entry["timed_s"]), int(entry["loops"]),
                       int(entry["iterations"]), cached=True, stopped=str(entry.get("stopped") or ""),
@@ -168,24 +175,26 @@ def _alarm(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
-def measure(exp: Any, cfg: Any, device: torch.device) -> Timing:
+def measure(exp: Any, cfg: Any, device: torch.device, limit_s: float = LIMIT_S) -> Timing:
     """Run ``exp`` at ``cfg`` with its loops cut to a few timed iterations; the estimated seconds of the whole run.
-    A run that stops early (the cap, or code after a shortened loop that needs all its steps) gives what it reached,
-    a lower bound that says so."""
+    A run that stops early (``limit_s``: the cap, or a share of a dry run's budget; or code after a shortened loop
+    that needs all its steps) gives what it reached, a lower bound that says so. Under ``limit_s`` short loops run
+    to their end (:mod:`featlab.meter`) only within a quarter of it."""
     run_cfg = cfg.model_copy(update={"checkpoint_dir": ""}) if "checkpoint_dir" in type(cfg).model_fields else cfg
     sync = torch.cuda.synchronize if device.type == "cuda" else None
     with tempfile.TemporaryDirectory(prefix="featlab-timing-") as tmp, _isolated():
         stage = Path(tmp) / "run"
         (stage / "figures").mkdir(parents=True)
         ctx = RunContext(exp.id, run_cfg, stage, quiet=True, declared=exp.claims, run_device=device)
-        with meter.metering(sync, LIMIT_S) as m, _alarm(LIMIT_S + 5):
+        with meter.metering(sync, limit_s, spare_s=min(meter.SPARE_S, limit_s / 4)) as m, \
+                _alarm(limit_s + min(5.0, limit_s / 4)):
             t0, stopped = time.perf_counter(), ""
             try:
                 exp.fn(ctx)
             except TrainingDiverged:  # a few steps of a config that diverges: what ran is what it costs
                 pass
             except meter.OverBudget:
-                stopped = CAPPED
+                stopped = CAPPED if limit_s >= LIMIT_S else f"{BUDGET} ({limit_s:.0f} s)"
             except Exception as e:  # code after a shortened loop that needs all its steps (a curve's length)
                 stopped = f"a {type(e).__name__} of the shortened run"
             wall = time.perf_counter() - t0
@@ -208,19 +217,51 @@ def by_seeds(exp: Any, cfg: Any, device: torch.device) -> Timing | None:
                   one.iterations + two.iterations, scaled=f"at 1 and 2 seeds, extended to {n}")
 
 
-def timed(exp: Any, cfg: Any, device: torch.device) -> Timing:
-    """The cached timing of this run, else :func:`measure` it here and cache it."""
-    hit = cached(exp, cfg, device)
+def timed(exp: Any, cfg: Any, device: torch.device, limit_s: float = LIMIT_S) -> Timing:
+    """The cached timing of this run, else :func:`measure` it here (within ``limit_s``) and cache it; a timing that
+    stopped at its share of a dry run's budget is cached with that share (a dry run with more to spare retimes it)."""
+    hit = cached(exp, cfg, device, limit_s)
     if hit is not None:
         return hit
-    t = measure(exp, cfg, device)
+    t = measure(exp, cfg, device, min(limit_s, LIMIT_S))
     if t.stopped == CAPPED:
         t = by_seeds(exp, cfg, device) or t
     _write_cache(cache_key(exp, cfg, device), {
         "experiment": exp.id, "seconds": round(t.seconds, 3), "timed_s": round(t.timed_s, 3), "loops": t.loops,
         "iterations": t.iterations, "stopped": t.stopped, "scaled": t.scaled, "device": device_name(device),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "limit": round(limit_s, 1) if t.stopped.startswith(BUDGET)
+        else None})
     return t
+
+
+class Budget:
+    """The seconds a dry run spends timing, shared among the runs it times: each gets what is left divided by the
+    runs left to time (those cached cost nothing); one that takes longer stops there and its estimate is a floor
+    ("≥"); once less than ``MIN_SHARE_S`` is left, the rest are not timed (a next dry run times them: what was timed
+    is cached)."""
+
+    def __init__(self, total_s: float = DRY_RUN_S, runs: int = 1):
+        self.end, self.left = time.perf_counter() + total_s, max(1, runs)
+
+    def share(self) -> float:
+        """What is left over the runs left to time, at least ``MIN_SHARE_S`` while that much is left."""
+        left = self.end - time.perf_counter()
+        return max(min(MIN_SHARE_S, left), left / self.left)
+
+    def spent(self) -> None:
+        self.left = max(1, self.left - 1)
+
+
+def dry_run_budget(pairs: list[tuple[Any, Any]], total_s: float | None = None) -> Budget:
+    """The budget of a dry run over (experiment, config) ``pairs`` (``DRY_RUN_S`` unless ``total_s``), shared among
+    those not cached here yet."""
+    total_s, left = DRY_RUN_S if total_s is None else total_s, 0
+    for exp, cfg in pairs:
+        try:
+            left += cached(exp, cfg, cfg.run_device(), total_s) is None
+        except Exception:  # no such device here: nothing to time
+            continue
+    return Budget(total_s, left)
 
 
 # ------------------------------------------------------------------------------------------ the estimate of a run
@@ -268,12 +309,13 @@ def calibration(runs: Any, exp: Any, cfg: Any, device_type: str) -> tuple[float,
     return pick[0] if pick else None
 
 
-def estimate(exp: Any, cfg: Any, *, runs: Any = None, measure: bool | None = True) -> Estimate:
+def estimate(exp: Any, cfg: Any, *, runs: Any = None, measure: bool | None = True,
+             budget: Budget | None = None) -> Estimate:
     """How long ``exp`` takes at ``cfg`` on its device, best first: the time of a run of this very config under
     ``runs`` (an index of run records made here); its own steps timed here (cached, else measured: ``measure`` True
     always, None when its lower bound exceeds ``MEASURE_ABOVE_S``, False never); the lower bound scaled by a run of
     another config under ``runs``, or by its quick preset timed here (its data missing, or no such device here); the
-    lower bound alone."""
+    lower bound alone. ``budget``: what a timing made here may take (a share of a dry run's), else ``LIMIT_S``."""
     needs = cfg.estimate()
     mem, missing = sum(n.bytes for n in needs), next((n.missing for n in needs if n.missing), "")
     try:
@@ -288,8 +330,7 @@ def estimate(exp: Any, cfg: Any, *, runs: Any = None, measure: bool | None = Tru
                         f"{duration(cal[0] * floor)} here", missing, "run")
     if device is not None and not missing:
         try:
-            now = measure or (measure is None and floor > MEASURE_ABOVE_S)
-            t = cached(exp, cfg, device) or (timed(exp, cfg, device) if now else None)
+            t, why_not = _timing(exp, cfg, device, measure or (measure is None and floor > MEASURE_ABOVE_S), budget)
         except Exception as e:  # a bug of the shortened run must not hide the plan: the model stands in
             t, why_not = None, f"timing failed: {type(e).__name__}"
         if t is not None:
@@ -298,14 +339,32 @@ def estimate(exp: Any, cfg: Any, *, runs: Any = None, measure: bool | None = Tru
     if cal is not None:
         return Estimate(cal[0] * floor, mem, f"{base}; lower bound × {cal[0]:.3g}, scaled from its "
                         f"{cal[1].get('preset')} run measured here ({duration(float(cal[1]['elapsed_s']))})", missing)
-    quick = _quick_factor(exp, cfg, device, measure is True)
+    quick = _quick_factor(exp, cfg, device, measure is True, budget)
     if quick is not None:
         return Estimate(quick * floor, mem, f"{base}; lower bound × {quick:.3g}, scaled from its quick preset "
                         f"timed here", missing)
     return Estimate(floor, mem, f"{base}; a lower bound", missing)
 
 
-def _quick_factor(exp: Any, cfg: Any, device: torch.device | None, measure: bool) -> float | None:
+SPENT = "not timed: the dry run's time budget is spent (run it again: what it timed is cached)"
+
+
+def _timing(exp: Any, cfg: Any, device: torch.device, now: bool, budget: Budget | None) -> tuple[Timing | None, str]:
+    """(the cached timing, else one made now if ``now`` within ``budget``'s share, or None; why none was made)."""
+    limit = LIMIT_S if budget is None else min(LIMIT_S, budget.share())
+    t = cached(exp, cfg, device, limit)
+    if t is not None or not now:
+        return t, ""
+    if limit < MIN_SHARE_S:
+        return None, SPENT
+    t = timed(exp, cfg, device, limit)
+    if budget is not None:
+        budget.spent()
+    return t, ""
+
+
+def _quick_factor(exp: Any, cfg: Any, device: torch.device | None, measure: bool,
+                  budget: Budget | None = None) -> float | None:
     """timed / lower bound of ``exp``'s quick preset on this machine (for a config that cannot be timed here)."""
     if device is None:  # no such device here: a CPU's timing says nothing of it
         return None
@@ -314,8 +373,8 @@ def _quick_factor(exp: Any, cfg: Any, device: torch.device | None, measure: bool
         qdev = device
         if qcfg.to_dict() == cfg.to_dict() or any(n.missing for n in qcfg.estimate()):
             return None
-        t = cached(exp, qcfg, qdev) or (timed(exp, qcfg, qdev) if measure else None)
+        t = _timing(exp, qcfg, qdev, measure, budget)[0]
         floor = lower_bound(qcfg.estimate(), qdev.type)
     except Exception:
         return None
-    return t.seconds / floor if t is not None and floor > 0 else None
+    return t.seconds / floor if t is not None and not t.stopped and floor > 0 else None
