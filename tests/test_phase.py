@@ -74,3 +74,28 @@ def test_fa_phase_judges_only_cells_meeting_the_init_and_width_premises():
     assert regime(cfg, 32, 1024) == {"init": False, "width": True}
     fixed = FAPhaseConfig(width="fixed")
     assert [regime(fixed, k, 1024)["width"] for k in (4, 8, 16)] == [False, True, False]
+
+
+def test_thm46_trend_statistic_falls_for_a_shrinking_gap_and_not_for_a_flat_one():
+    """fa.phase_thm46_falls (issue 45): per seed, the log-log slope of the relative Thm 4.6 gap on d at each k, the
+    largest over the ks; a gap ∝ d^-1/2 at 6 seeds holds (slope < 0, t interval below 0), a flat gap (the decoupled
+    start: single centres at every d) does not, and one k where the gap does not fall decides for the seed."""
+    from featlab.papers.feature_averaging.phase import CLAIMS, thm46_slopes
+
+    claim = next(c for c in CLAIMS if c.id == "fa.phase_thm46_falls")
+    keys = [(k, d) for k in (4, 8) for d in (1024, 4096, 16384)]
+    noise = np.random.default_rng(0)
+    falls = {(k, d): 2.0 * d ** -0.5 * np.exp(noise.normal(0, 0.05, 6)) for k, d in keys}
+    s = thm46_slopes(keys, falls)
+    assert s.shape == (6,) and np.all(np.abs(s + 0.5) < 0.1)
+    assert claim.judge(float(s.mean()), samples=s, unit="seeds").status == "held"
+    flat = {(k, d): 0.3 * np.exp(noise.normal(0, 0.05, 6)) for k, d in keys}
+    assert claim.judge(float(thm46_slopes(keys, flat).mean()), samples=thm46_slopes(keys, flat),
+                       unit="seeds").status != "held"
+    mixed = {c: (falls[c] if c[0] == 4 else flat[c]) for c in keys}  # falls at k = 4 only
+    assert np.allclose(thm46_slopes(keys, mixed), thm46_slopes(keys, flat)[:] * 0 + thm46_slopes(
+        [c for c in keys if c[0] == 8], flat))
+    few = falls.copy()
+    assert claim.judge(float(thm46_slopes(keys, few)[:3].mean()), samples=thm46_slopes(keys, few)[:3],
+                       unit="seeds").status == "inconclusive"  # 3 seeds: the 5-net rule
+    assert np.all(np.isnan(thm46_slopes([(4, 1024), (8, 1024)], falls)))  # one d per k: no slope

@@ -103,3 +103,25 @@ def test_reproduce_ends_with_the_scorecards_and_the_quick_runs_agreement(tmp_pat
     assert QUICK_NOTE in text and "0/0" not in text
     tail = text[text.index("Scorecards"):]
     assert "Feature Averaging: " in tail and "[quick: agree]" in tail and "[quick: not run]" in tail
+
+
+def test_a_formulation_failure_is_listed_apart_until_its_reformulation_has_run():
+    """Issue 45: a failure diagnosed 'formulation' is its own bucket whatever its role (unsettled, inconclusive with
+    a failing seed), never counted against the paper; its pre-registered reformulation counts once it has run."""
+    r = PaperResult("Fig 9", "x", claims=("p.old", "p.new"))
+    old = Found(Verdict("p.old", "s", "Fig 9", 0.7, ">= 1", False, status="inconclusive", role="unsettled"), "exp",
+                "paper", "paper", "formulation", "p.new")
+    assert old.bucket == "formulation" and old.to_dict()["reformulation"] == "p.new"
+    e = entry(r, [old], {})
+    assert (e.status, e.verdict) == (JUDGED, "formulation")
+    assert "reformulated as p.new, not yet run at the paper tier" in e.reason
+    e = entry(r, [old, _found("p.new", "held")], {})
+    assert (e.status, e.verdict, e.tier) == (COUNTED_STATUS, "held", "paper")  # the reformulation counts
+    assert "run at the paper tier (held), counted in its place" in e.reason
+    e = entry(r, [old, _found("p.new", "failed")], {})
+    assert e.verdict == "failed"  # the reformulation's own failure is the paper's
+    held = Found(Verdict("p.old", "s", "Fig 9", 1.2, ">= 1", True, status="held", role="mechanism"), "exp", "paper",
+                 "paper", "formulation", "p.new")
+    assert held.bucket == "held"  # a diagnosis never turns a held verdict into anything else
+    bare = Found(old.verdict, "exp", "paper", "paper", "formulation")
+    assert "no reformulation pre-registered yet" in entry(r, [bare], {}).reason

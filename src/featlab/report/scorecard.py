@@ -44,6 +44,7 @@ class Found:
     preset: str
     tier: str  # paper / theory / demo / quick
     diagnosis: str = ""  # the declared diagnosis's kind at this preset ('formulation', 'budget', ...)
+    reformulation: str = ""  # a 'formulation' diagnosis's pre-registered reformulation (a claim id), if it names one
 
     @property
     def claim(self) -> str:
@@ -51,15 +52,21 @@ class Found:
 
     @property
     def bucket(self) -> str:
-        """The verdict's bucket; a failure diagnosed 'formulation' apart (not counted against the paper)."""
+        """The verdict's bucket; a claim failed on the paper's net (failed, or inconclusive with a failing unit: the
+        diagnosed ✗ of runs/diagnosis.py) and diagnosed 'formulation' apart, whatever its role: never counted
+        against the paper."""
         b = self.verdict.bucket
-        return "formulation" if b == "failed" and self.diagnosis == "formulation" else b
+        if (self.diagnosis == "formulation" and self.verdict.kind == "claim"
+                and self.verdict.status in ("failed", "inconclusive")):
+            return "formulation"
+        return b
 
     def to_dict(self) -> dict[str, Any]:
         return {"claim": self.claim, "experiment": self.experiment, "preset": self.preset, "tier": self.tier,
                 "bucket": self.bucket, "status": self.verdict.status, "measured": self.verdict.measured,
                 "interval": list(self.verdict.interval) if self.verdict.interval else None,
-                "diagnosis": self.diagnosis or None}
+                "diagnosis": self.diagnosis or None, **({"reformulation": self.reformulation} if self.reformulation
+                                                         else {})}
 
 
 @dataclass
@@ -127,19 +134,36 @@ def entry(result: PaperResult, found: list[Found], not_run: dict[str, str]) -> E
     for tier in COUNTED_TIERS:
         counted = [f for f in mine if f.tier == tier and f.bucket in COUNTED]
         if counted:
-            return Entry(result.ref, result.what, COUNTED_STATUS, _row_verdict(counted), tier,
-                         [f for f in mine if f.tier == tier])
+            shown = [f for f in mine if f.tier == tier]
+            return Entry(result.ref, result.what, COUNTED_STATUS, _row_verdict(counted), tier, shown,
+                         _formulation_note(shown, found))
     if mine:
         tier = next(t for t in TIERS if any(f.tier == t for f in mine))
         shown = [f for f in mine if f.tier == tier]
         kinds = list(dict.fromkeys("demo" if tier == "demo" else f.bucket for f in shown))
+        apart, note = "; ".join(_APART_WHY.get(k, k) for k in kinds), _formulation_note(shown, found)
         return Entry(result.ref, result.what, JUDGED, ", ".join(kinds), tier, shown,
-                     "; ".join(_APART_WHY.get(k, k) for k in kinds))
+                     apart + (f" ({note})" if note else ""))
     if not result.claims:
         return Entry(result.ref, result.what, NOT_TESTED, "", "", reason=f"no claim measures it: {result.reason}")
     why = list(dict.fromkeys(_not_run_why(e, not_run) for e in list_experiments()
                              if any(c.id in result.claims for c in e.claims)))
     return Entry(result.ref, result.what, NOT_TESTED, "", "", reason="; ".join(why) or "no experiment judges it")
+
+
+def _formulation_note(shown: list[Found], found: list[Found]) -> str:
+    """For each formulation failure among ``shown``: not counted against the paper, and whether the pre-registered
+    reformulation its diagnosis names has run at the same tier (its bucket there), or that none is named."""
+    notes = []
+    for f in (f for f in shown if f.bucket == "formulation"):
+        if not f.reformulation:
+            notes.append(f"{f.claim}: no reformulation pre-registered yet")
+            continue
+        ran = next((g for g in found if g.claim == f.reformulation and g.tier == f.tier), None)
+        notes.append(f"{f.claim}: reformulated as {f.reformulation}, " + (
+            f"run at the {f.tier} tier ({ran.bucket}), counted in its place" if ran else
+            f"not yet run at the {f.tier} tier: nothing counted against the paper until it has"))
+    return "; ".join(notes)
 
 
 def _not_run_why(exp, not_run: dict[str, str]) -> str:

@@ -39,12 +39,22 @@ def published(root: str | Path) -> tuple[list[Found], dict[str, str]]:
             tier = tier_of(exp, preset)
             if tier is None:
                 continue
-            diag = (row.get("diagnosis") or {}).get("kind", "")
+            diag = row.get("diagnosis") or {}
             v = Verdict.from_dict(row)
-            found.setdefault((v.id, exp, preset), Found(v, exp, preset, tier, diag))
+            found.setdefault((v.id, exp, preset), Found(v, exp, preset, tier, diag.get("kind", ""),
+                                                        _reformulation(exp, v.id, preset, diag)))
         for exp, why in (data.get("not_run") or {}).items():
             not_run.setdefault(exp, str(why))
     return list(found.values()), not_run
+
+
+def _reformulation(experiment: str, claim: str, preset: str, published_diagnosis: dict) -> str:
+    """The reformulation a published row's diagnosis names, else the one declared now (a reformulation registered
+    after the row was published still applies to it)."""
+    if published_diagnosis.get("reformulation"):
+        return str(published_diagnosis["reformulation"])
+    d = diagnosis_of(experiment, claim, preset) if published_diagnosis else None
+    return d.reformulation if d is not None and d.kind == published_diagnosis.get("kind") else ""
 
 
 def from_runs(out: str | Path, *, quick: bool | None = None) -> list[Found]:
@@ -64,7 +74,7 @@ def from_runs(out: str | Path, *, quick: bool | None = None) -> list[Found]:
                 continue
             for v in rec.verdicts:
                 d = diagnosis_of(exp.id, v.id, preset) if v.status in ("failed", "inconclusive") else None
-                found.append(Found(v, exp.id, preset, tier, d.kind if d else ""))
+                found.append(Found(v, exp.id, preset, tier, d.kind if d else "", d.reformulation if d else ""))
     return found
 
 

@@ -27,12 +27,15 @@ KINDS = ("budget", "formulation", "paper", "implementation")
 @dataclass(frozen=True)
 class Diagnosis:
     """``kind`` one of KINDS; ``why`` the finding in a sentence; ``evidence`` the command(s) run and their numbers;
-    ``presets`` where it applies (the verdict it explains was measured there)."""
+    ``presets`` where it applies (the verdict it explains was measured there); ``reformulation``: a 'formulation'
+    diagnosis's pre-registered reformulation, the id of the claim that reads the paper's statement as it should be
+    read (the scorecard counts that one, never this failure, once it has run)."""
 
     kind: Literal["budget", "formulation", "paper", "implementation"]
     why: str
     evidence: str
     presets: tuple[str, ...] = ("quick",)
+    reformulation: str = ""
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -41,7 +44,8 @@ class Diagnosis:
             raise ValueError("a diagnosis names the evidence that was run (a command and its numbers)")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "why": self.why, "evidence": self.evidence, "presets": list(self.presets)}
+        out = {"kind": self.kind, "why": self.why, "evidence": self.evidence, "presets": list(self.presets)}
+        return out | ({"reformulation": self.reformulation} if self.reformulation else {})
 
     def text(self) -> str:
         return f"{self.kind}: {self.why} (evidence: {self.evidence})"

@@ -31,7 +31,7 @@ from ...runs.registry import experiment
 from .ablation_regime import ASSUMPTIONS
 from .common import FADataConfig, fit_binary, make_data
 from .diagnoses import diagnosed
-from .measures import binary_alignment, fa_ideal, in_class_mask
+from .measures import averaging_margin, binary_alignment, class_coefficients, fa_ideal, in_class_mask
 
 FIDELITY = 0.7  # (a) in-class fidelity bar
 OFF_RATIO = 0.25  # (b) off-class / in-class coefficient bar (fa.binary_off_class's)
@@ -61,10 +61,14 @@ LABEL = {"n": "n", "eta": "η", "sigma_w": "σ_w = σ_b", "alpha": "SNR α/σ", 
 # Controls. Mechanism: the nets still classify (their clean test accuracy, worst over the values, within 0.05 of the
 # claim's own run) while the premise the averaging needs is removed. For "averaging at every value" (Figs 5, 8, 9):
 # Fig 7's large init σ_w = σ_b = 1e-3 at every value. For "averaging at the small values, not at the largest"
-# (Figs 6, 7): the values in reverse order — the value judged as the largest is then the smallest (the large value
-# the breaking needs, removed) and the "small" ones include a large one (the small η / init the averaging needs,
-# removed); for η the large value is 0.3, the smallest η measured to break averaging at T = 100 (0.01, the paper's,
-# does not: see above). The untrained nets (T = 0) stay as a sanity control where they apply.
+# (Figs 6, 7) the values in reverse order are a *sanity* control, not a rival (issue 45): the same nets relabelled
+# (Fig 7) or a value outside the paper's grid swapped in (Fig 6: η = 0.3 for 1e-2; the paper's own grid reversed,
+# [1e-4, 1e-3, 1e-2], averages at every value), so their cells follow from the paper net's own verdicts and fail by
+# construction. The rival that is another mechanism, in every ablation, is the truly lazy net (common.py's
+# init='lazy'): it must fail the averaging test at every value; Figs 6 and 7's 'breaks at the largest value' holds for
+# it by construction (it averages nowhere), so that claim has no rival and is a premise, shown and not counted
+# (runs/discrimination.py: no rival must fail it). The untrained nets (T = 0) stay as a sanity control where they
+# apply.
 UNTRAINED = Control("untrained", {"T": 0}, "T = 0: the binary nets at their random init, same data and measurements")
 TRAINED = ("binary.clean_acc_min",)
 LARGE_INIT_WHY = ("σ_w = σ_b = 1e-3 (Fig 7's large init) at every value: the nets still classify, but GD starts "
@@ -77,22 +81,79 @@ def _large_init() -> Control:
                    premise=LARGE_INIT_PREMISE, trained=TRAINED)
 
 
-REVERSED = ("the values in reverse order: the value judged as the largest is the smallest, where averaging holds, and "
-            "the values judged as small include the largest, where it does not")
+LAZY_WHY = ("a truly lazy binary net at every value (common.py's init='lazy', issue 45): the paper's architecture, η "
+            "and T from a large init σ_w = σ_b = lazy_scale/√d with neurons (+, r) and (−, r) started at the same w⁰, "
+            "b⁰ (f₀ ≡ 0), so GD moves W by a small fraction of ‖W(0)‖ and barely flips an activation pattern: it "
+            "classifies by a linearised net, not by averaging, so the averaging test must fail at every value")
+LAZY_PREMISE = ("GD from a small init in the feature-learning regime (Assumption A.4, Remark 4.4: 'the initialization "
+                "magnitude σ_w, σ_b sufficiently small, which helps the network to be trained in the feature learning "
+                "regime')")
+
+
+def _lazy(breaks: str = "") -> Control:
+    """The lazy rival; ``breaks``: the id of a 'breaks_when_large' claim it is exempt from (a lazy net does not
+    average at any value, so Fig 6/7's 'no averaging at the largest value' holds for it too: no test of it)."""
+    exempt = {breaks: "the lazy net averages at no value: 'averaging fails at the largest value' holds for it by "
+              "construction, so it cannot tell the mechanisms apart there"} if breaks else {}
+    return Control("lazy", {"init": "lazy"}, LAZY_WHY, exempt=exempt, premise=LAZY_PREMISE, trained=TRAINED)
+
+
+REVERSED = ("sanity check, not a rival (it decides by construction): the values in reverse order, so the value "
+            "judged as the largest is the smallest, where averaging holds, and the values judged as small include "
+            "the largest, where it does not")
 CONTROLS: dict[str, list[Control]] = {
-    "fa-ablation-n": [UNTRAINED, _large_init()],  # the mechanism only: n's values stay the run's (Fig 5's)
-    "fa-ablation-snr": [UNTRAINED, _large_init()],
-    "fa-ablation-cosine": [UNTRAINED, _large_init()],
-    "fa-ablation-lr": [Control("reversed", {"values": [1e-4, 1e-3, 0.3]}, REVERSED + "; η = 0.3 stands for the "
-                               "large value", premise="a small η at the values judged small (Assumption 4.3: "
-                               "η = O(d⁻²)), a large one at the value judged large (Fig 6)", trained=TRAINED)],
-    "fa-ablation-init": [Control("reversed", {"values": [1e-5, 1e-4, 1e-3]}, REVERSED,
-                                 premise="a small init at the values judged small (Assumption A.4: σ_w² ≤ ηk⁻⁵), a "
-                                 "large one at the value judged large (Fig 7)", trained=TRAINED)]}
+    "fa-ablation-n": [UNTRAINED, _large_init(), _lazy()],  # the mechanism only: n's values stay the run's (Fig 5's)
+    "fa-ablation-snr": [UNTRAINED, _large_init(), _lazy()],
+    "fa-ablation-cosine": [UNTRAINED, _large_init(), _lazy()],
+    "fa-ablation-lr": [Control("reversed", {"values": [1e-4, 1e-3, 0.3]}, REVERSED + "; η = 0.3, outside Fig 6's "
+                               "grid, stands for the large value"), _lazy("fa.ablation_lr.breaks_when_large")],
+    "fa-ablation-init": [Control("reversed", {"values": [1e-5, 1e-4, 1e-3]}, REVERSED + " (the same three nets "
+                                 "relabelled)"), _lazy("fa.ablation_init.breaks_when_large")]}
 WHY = (f"margin = worst neuron's min(fidelity/{FIDELITY}, {OFF_RATIO}/off-class ratio) ≥ 1: every neuron keeps "
        f"{FIDELITY:.0%} of the averaging solution Σ_{{J_s}}μ_j's cosine with every cluster of its class (the uniform "
        f"blocks of Figs 5–9) and its largest other-class coefficient is ≤ {OFF_RATIO} × its mean in-class one "
        "(Thm 4.5 (2): w ≈ λΣ_{J_s}μ_j/‖μ_j‖²; fa.binary_off_class's bound), so a class-blind w ∝ Σ_all μ fails")
+
+
+WHY_PERP = (f"Fig 9's reformulation of test (b) (issue 45, pre-registered in docs/thresholds.json before its first "
+            f"run): with centres at cos(μ_i, μ_j) = c the exact class-specific average P⊥Σ_{{J_s}}μ_j (orthogonal to "
+            f"every centre of the other class, = Σ_{{J_s}}e_j for μ_j = √d(√(1−c)e_j + √c e_0)) has off-class "
+            f"coefficients −0.33 × its in-class ones at c = 0.09, so (b) reads each neuron's off-class coefficients "
+            f"against that direction's, scaled to the neuron's in-class mean: max_{{j∉J_s}} |λ_j − κλ*_j| ≤ "
+            f"{OFF_RATIO} × mean in-class λ; (a) unchanged. Σ_{{J_s}}e_j passes it, a decoupled neuron (one centre) "
+            f"fails it (tests/test_fa_ablation_rivals.py)")
+
+
+def perp_sums(mu: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
+    """(E, 2, d): P⊥Σ_{J+}μ_j and P⊥Σ_{J−}μ_j, each class average with its component in the span of the other
+    class's centres removed (Fig 9, App. E.1: the direction a neuron orthogonal to the other class averages along)."""
+    out = []
+    for own in (positive, ~positive):
+        S, N = mu[:, own].sum(1), mu[:, ~own]  # (E, d), (E, k_other, d)
+        coef = torch.linalg.solve(N @ N.transpose(1, 2), (N @ S[..., None]))  # (E, k_other, 1)
+        out.append(S - (N.transpose(1, 2) @ coef)[..., 0])
+    return torch.stack(out, 1)
+
+
+def perp_averaging_margin(W: torch.Tensor, mu: torch.Tensor, positive: torch.Tensor, m: int
+                          ) -> dict[str, torch.Tensor]:
+    """Def 4.1 / Thm 4.5 (2)'s averaging test with (b) read against P⊥Σ_{J_s}μ_j (``perp_sums``): per neuron of
+    class s, λ* the coefficients (measures.class_coefficients) of that direction, κ = mean_{J_s}λ / mean_{J_s}λ*, and
+    the off-class ratio max_{j∉J_s} |λ_j − κλ*_j| / mean_{J_s}λ. For orthogonal centres λ*_j = 0 off the class and
+    this is measures.averaging_margin's (b). (a), the in-class fidelity, is that function's. Returns (E, M)
+    ``off_ratio``, ``margin`` and (E,) ``margin_min``."""
+    E, M, _ = W.shape
+    base = averaging_margin(W, mu, positive, m, fidelity=FIDELITY, off_ratio=OFF_RATIO)
+    maskT = in_class_mask(positive, m, M - m).T  # (M, k): neuron n's own clusters
+    side = torch.cat([torch.zeros(m, dtype=torch.long), torch.ones(M - m, dtype=torch.long)]).to(W.device)
+    lam = class_coefficients(W, mu)  # (E, M, k)
+    ref = class_coefficients(perp_sums(mu, positive).to(W.dtype), mu)[:, side]  # (E, M, k): λ* per neuron's class
+    lam_in = (lam * maskT).sum(-1) / maskT.sum(-1)
+    ref_in = (ref * maskT).sum(-1) / maskT.sum(-1)
+    dev = ((lam - ref * (lam_in / ref_in)[..., None]).abs() * ~maskT).max(-1).values
+    tiny = torch.finfo(W.dtype).tiny
+    margin = torch.minimum(base["fidelity"] / FIDELITY, OFF_RATIO * lam_in / dev.clamp_min(tiny))
+    return {"off_ratio": dev / lam_in, "margin": margin, "margin_min": margin.min(-1).values}
 
 
 class FAAblationConfig(FADataConfig):
@@ -119,13 +180,36 @@ def _claims(exp_id: str) -> list[Claim]:
     # a statement about every seed: each seed's worst-neuron margin passes or fails, and the share of seeds passing
     # decides (Clopper–Pearson, above 1/2: issue 44); measured: the worst seed's margin (the best's for 'breaks')
     if kind == "invariant":
-        return [Claim(f"{cid}.fa_everywhere", f"{statement}: FA margin (class-aware averaging) ≥ 1 at every {label}, "
-                      "every seed", src, AtLeast(lo=1), why=WHY)]
+        out = [Claim(f"{cid}.fa_everywhere", f"{statement}: FA margin (class-aware averaging) ≥ 1 at every {label}, "
+                     "every seed", src, AtLeast(lo=1), why=WHY)]
+        return out + ([Claim(f"{cid}.fa_everywhere_perp", f"{statement}: FA margin ≥ 1 at every {label}, every seed, "
+                             "with test (b) read against P⊥Σ_{J_s}μ_j (the class average orthogonal to the other "
+                             "class's centres)", src, AtLeast(lo=1), why=WHY_PERP)] if field == "pairwise_cos" else [])
+    small = ("; its rival is the lazy net (issue 45); the values reversed are a sanity check that decides by "
+             "construction, not a rival")
+    large = ("; not counted: the values reversed decide it by construction (a sanity check) and the lazy rival, "
+             "which averages at no value, holds it by construction, so no rival that is another mechanism can fail it "
+             "(issue 45)")
     return [Claim(f"{cid}.fa_when_small", f"FA margin ≥ 1 at every {label} but the first (largest), every seed", src,
-                  AtLeast(lo=1), why=WHY),
+                  AtLeast(lo=1), why=WHY + small),
             Claim(f"{cid}.breaks_when_large", f"{statement}: FA fails (margin < 1) at the first (largest) {label}, "
                   "in every seed", src, AtMost(hi=1, strict=True), why=WHY + "; the paper's figure shows no averaging "
-                  "there")]
+                  "there" + large)]
+
+
+# A claim whose failure is diagnosed 'formulation' (diagnoses.py) → its pre-registered reformulation (issue 45): the
+# scorecard lists the failure apart and counts the reformulation in its place once it has run.
+REFORMULATIONS = {"fa.ablation_cosine.fa_everywhere": "fa.ablation_cosine.fa_everywhere_perp"}
+
+
+def _reformulated(claims: list[Claim]) -> list[Claim]:
+    """``claims`` with each 'formulation' diagnosis naming the reformulation REFORMULATIONS declares."""
+    def name(c: Claim) -> Claim:
+        if c.id not in REFORMULATIONS:
+            return c
+        return replace(c, diagnoses=tuple(replace(d, reformulation=REFORMULATIONS[c.id]) if d.kind == "formulation"
+                                          else d for d in c.diagnoses))
+    return [name(c) for c in claims]
 
 
 def _claim_prefix(exp_id: str) -> str:
@@ -153,12 +237,16 @@ def _train(ctx, sub: FADataConfig, tag: str, n_test: int):
     return net, dist, acc
 
 
-def _measure(net, dist, m: int):
+def _measure(net, dist, m: int, perp: bool = False):
     """Cosine map and Thm 4.5 (2) statistics, plus the largest off-class deviation from the averaging solution's
     cosines (reported, not judged: see the module docstring)."""
     cos, stats = binary_alignment(net, dist, m)
     off_dev = (cos - fa_ideal(dist, m))[:, ~in_class_mask(dist.positive, m, m)].abs()
     stats["off_class_dev_max"] = off_dev.max(-1).values
+    if perp:  # Fig 9's reformulation: (b) against P⊥Σ_{J_s}μ_j
+        test = perp_averaging_margin(net.W.detach(), dist.mu.to(net.W.dtype), dist.positive, m)
+        stats["fa_off_ratio_perp_max"] = test["off_ratio"].max(-1).values
+        stats["fa_margin_perp"] = test["margin_min"]
     return cos, stats
 
 
@@ -169,23 +257,26 @@ def _draw(ctx, cfg: FAAblationConfig, fig: str, panels) -> None:
         f"{fig.lower().replace(' ', '')}_cosine")
 
 
-def _judge(ctx, exp_id: str, vals: list, fid: dict) -> None:
+def _judge(ctx, exp_id: str, vals: list, fid: dict, fid_perp: dict) -> None:
     """Every neuron of every seed: the worst margin where the paper says averaging holds; the best seed's where it
-    says averaging fails. ``fid``: value → (E,) per-seed margin (the seed's worst neuron's)."""
+    says averaging fails. ``fid``: value → (E,) per-seed margin (the seed's worst neuron's); ``fid_perp``: the same
+    with (b) read against P⊥Σ_{J_s}μ_j (Fig 9 only, else empty)."""
     field, _, _, _, kind = ABLATIONS[exp_id]
     cid, m = _claim_prefix(exp_id), ctx.metrics
     ctx.note(f"FA margin, mean of seeds (fidelity, off-class ratio) per {LABEL[field]}: " + ", ".join(
         f"{v:g}: {fid[v].mean():.2f} ({m[f'{field}={v:g}.binary.fa_fidelity']:.2f}, "
         f"{m[f'{field}={v:g}.binary.fa_off_ratio_max']:.2f})" for v in vals))
-    def worst(over: list) -> np.ndarray:  # each seed's worst margin over the values
-        return np.min([np.asarray(fid[v], float) for v in over], axis=0)
+    def worst(over: list, by: dict) -> np.ndarray:  # each seed's worst margin over the values
+        return np.min([np.asarray(by[v], float) for v in over], axis=0)
 
     if kind == "invariant":
-        ctx.claim(f"{cid}.fa_everywhere", float(worst(vals).min()), per_seed=worst(vals))
+        ctx.claim(f"{cid}.fa_everywhere", float(worst(vals, fid).min()), per_seed=worst(vals, fid))
+        if fid_perp:
+            ctx.claim(f"{cid}.fa_everywhere_perp", float(worst(vals, fid_perp).min()), per_seed=worst(vals, fid_perp))
         return
     big, rest = vals[0], vals[1:]
     if rest:
-        ctx.claim(f"{cid}.fa_when_small", float(worst(rest).min()), per_seed=worst(rest))
+        ctx.claim(f"{cid}.fa_when_small", float(worst(rest, fid).min()), per_seed=worst(rest, fid))
     best = np.asarray(fid[big], float)  # each seed's margin at the largest value: < 1 in every seed
     ctx.claim(f"{cid}.breaks_when_large", float(best.max()), per_seed=best)
 
@@ -196,20 +287,22 @@ def _make(exp_id: str):
     def run(ctx) -> None:
         cfg: FAAblationConfig = ctx.cfg
         vals = cfg.values or values
-        panels, fid, acc = [], {}, []
+        panels, fid, fid_perp, acc = [], {}, {}, []
         for v in vals:
             sub, tag = _setting(cfg, field, v), f"{field}={v:g}."
             net, dist, clean = _train(ctx, sub, tag, cfg.n_test)
-            cos, stats = _measure(net, dist, sub.m)
+            cos, stats = _measure(net, dist, sub.m, perp=field == "pairwise_cos")
             for name, val in {**stats, "clean_acc": clean}.items():
                 ctx.metric(f"{tag}binary.{name}", val)
             fid[v] = ctx.to_host(stats["fa_margin"])
+            if "fa_margin_perp" in stats:
+                fid_perp[v] = ctx.to_host(stats["fa_margin_perp"])
             acc.append(ctx.metrics[f"{tag}binary.clean_acc"])
             panels.append((ctx.numpy(cos.mean(0)), f"{LABEL[field]} = {v:g}"))
         ctx.metric("binary.clean_acc_min", min(acc))  # the nets classify at every value (mechanism controls)
         if not ctx.is_control:
             _draw(ctx, cfg, fig, panels)
-        _judge(ctx, exp_id, vals, fid)
+        _judge(ctx, exp_id, vals, fid, fid_perp)
 
     run.__name__ = exp_id.replace("-", "_")
     return run
@@ -223,6 +316,6 @@ for _id, (_field, _values, _fig, _statement, _kind) in ABLATIONS.items():
                         "quick": {"seeds": 2 if _field != "n" else 1, "values": _values},
                         **EXTRA_PRESETS.get(_id, {})},
                tiny={**TINY, "values": TINY_VALUES.get(_field, _values)},
-               claims=diagnosed(_claims(_id), _id), controls=CONTROLS[_id], assumptions=ASSUMPTIONS[_id],
+               claims=_reformulated(diagnosed(_claims(_id), _id)), controls=CONTROLS[_id], assumptions=ASSUMPTIONS[_id],
                cites={"values": f"App. E.1, {_fig}: {LABEL[_field]} = {', '.join(f'{v:g}' for v in _values)}"})(
                    _make(_id))

@@ -31,6 +31,7 @@ from ...probes.ensemble import EnsembleResult, robust_masks_ensemble
 from ...probes.family_check import family_check
 from ...probes.indicators import attack_indicators
 from ...probes.schedule import min_norm_first
+from ...runs.uncertainty import Clustered
 from ...train.image_trainer import predict
 from ...utils import generator
 
@@ -322,6 +323,31 @@ def judge(ctx, masks: dict[str, list[torch.Tensor]],
         y = to_numpy(torch.cat([cp[1] for cp in clean_points[h]]))
         ctx.claim(f"fa.deep_{h}_clean", _balanced_pct(c, y), samples=(c, y.astype(float)), statistic=_balanced_pct,
                   unit="test points", paper_value=pv)
+
+
+def judge_fine_minus_coarse(ctx, fine: list[torch.Tensor], coarse: list[torch.Tensor],
+                            converged: bool | None = None) -> None:
+    """Issue 45 on FA §6.2: the fine labels' own share of the gap. The 10-class arm (fine labels) against the same
+    k-logit network and read-out G trained on the 2-class labels alone (``coarse_arm``): per test point both arms of
+    a seed classify correctly, the gap of robust correctness (pp) averaged over the radii > 0; the points pooled over
+    seeds and resampled seed first (runs/intervals.py's Clustered two-stage bootstrap, n = the seeds), since points
+    of one seed share its nets. ``fine``, ``coarse``: per seed, (1 + R, n) robust masks (row 0: clean)."""
+    radii = ctx.cfg.radii
+    pos = [i + 1 for i, r in enumerate(radii) if r > 0]
+    values, clusters = [], []
+    for s, (a, b) in enumerate(zip(fine, coarse)):
+        keep = a[0] & b[0]
+        gap = 100 * (a[pos][:, keep].double() - b[pos][:, keep].double()).mean(0) if pos else a.new_zeros(0)
+        values.append(to_numpy(gap, float))
+        clusters.append(np.full(int(keep.sum()), s))
+    v, c = (np.concatenate(values), np.concatenate(clusters)) if values else (np.zeros(0), np.zeros(0))
+    for i, r in enumerate(radii):
+        ctx.metric(f"coarse.robust_acc@{r:g}", float(np.mean([m[i + 1].double().mean().item() for m in coarse])))
+    ctx.metric("fine_vs_coarse.points", len(v))
+    mean_gap = float(v.mean()) if len(v) else math.nan
+    ctx.metric("fine_vs_coarse.mean_gap_pp", mean_gap)
+    ctx.claim("fa.deep_fine_minus_coarse", mean_gap, samples=Clustered(v, c) if len(v) else None,
+              unit="test points", converged=converged)
 
 
 def _balanced_pct(correct: np.ndarray, y_pos: np.ndarray) -> float:

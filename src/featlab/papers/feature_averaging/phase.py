@@ -64,6 +64,14 @@ CLAIMS = [
           why="the cheapest flip reaches a midpoint of two centres at √(d/2), whatever k; 0.1 is 20 % of the 0.5 "
               "of each exponent (the issue's 20 %), and of the 0.5 that separates its k-exponent 0 from the binary "
               "net's −0.5. Jointly, because a slope in d alone is 0.5 for √(d/k) too (the binary net's scaling)"),
+    Claim("fa.phase_thm46_falls", "Thm 4.6 as a trend: the binary net's relative uniform gap to C·f_FA on the sphere "
+          "(the proof's upper bound U over sup|C·f_FA|, binary.thm46_bound_relative) falls as d grows at fixed k: "
+          "per seed, the log-log slope of the gap on d at the k where it falls least; mean over seeds", "Thm 4.6",
+          AtMost(hi=0, strict=True),
+          why="Thm 4.6 states the gap is o(1) in d with no constant (fa.thm46 is reported, no verdict); what it "
+              "does imply at finite size is the direction: the relative gap decreases with d at fixed k, a "
+              "log-log slope < 0, its t interval over the seeds (each seed one unit: its nets at every d share "
+              "nothing with another seed's), under the 5-net rule. Pre-registered with issue 45 before any run"),
 ]
 
 
@@ -170,6 +178,8 @@ def _measure(ctx, cfg: FAPhaseConfig, k: int, d: int) -> tuple[dict[str, torch.T
            "multiclass.critical_radius": rk[:, 1] if k_acc.min() >= cfg.min_clean else nan,
            "binary.critical_radius_certified": rb[:, 0] if b_acc.min() >= cfg.min_clean else nan,
            "multiclass.critical_radius_certified": rk[:, 0] if k_acc.min() >= cfg.min_clean else nan}
+    t46 = measures.thm46_distance(bnet, dist.mu, dist.positive, sub.m, starts=tr.x[:, :1], steps=1, d=dist.d)
+    out["binary.thm46_bound_relative"] = t46["bound"] / t46["scale"]  # Thm 4.6: U / sup|C f_FA|, no search needed
     out["binary.cos_ratio"] = out["binary.cos_in_class_mean"] * math.sqrt(k / 2)  # Thm 4.5 (2): 1/√(k/2)
     out["binary.radius_ratio"] = out["binary.critical_radius"] / math.sqrt(d / k)  # Thm 4.5 (3)
     out["multiclass.radius_ratio"] = out["multiclass.critical_radius"] / math.sqrt(d / 2)  # Thm 4.7 (3)
@@ -188,6 +198,28 @@ def loglog_fit(x: ArrayLike, y: ArrayLike) -> tuple[float, float, float, float]:
     se = math.sqrt(resid @ resid / (len(x) - 2) / ((lx - lx.mean()) @ (lx - lx.mean())))
     h = T975[min(len(x) - 2, len(T975)) - 1] * se
     return float(slope), float(icpt), float(slope - h), float(slope + h)
+
+
+def thm46_slopes(keys: list[tuple[int, int]], rel: dict[tuple[int, int], ArrayLike]) -> np.ndarray:
+    """Per seed, the slope of log(relative Thm 4.6 gap) on log d at each k with two d's or more, and the largest of
+    them (the k where the gap falls least): (E,); NaN where no k has two d's or a gap is not positive and finite.
+    ``rel``: cell → (E,) per-seed relative gap."""
+    by_k: dict[int, list[int]] = {}
+    for k, d in keys:
+        by_k.setdefault(k, []).append(d)
+    E = len(np.atleast_1d(next(iter(rel.values())))) if rel else 0
+    worst = np.full(E, -np.inf)
+    usable = [(k, ds) for k, ds in by_k.items() if len(set(ds)) >= 2]
+    if not usable:
+        return np.full(E, np.nan)
+    for k, ds in usable:
+        y = np.stack([np.asarray(rel[k, d], float).reshape(E) for d in ds])  # (cells, E)
+        ok = np.all(np.isfinite(y) & (y > 0), axis=0)
+        ly = np.log(np.where(y > 0, y, 1.0))
+        lx = np.log(np.asarray(ds, float))
+        slope = ((lx - lx.mean()) @ (ly - ly.mean(0))) / ((lx - lx.mean()) @ (lx - lx.mean()))
+        worst = np.maximum(worst, np.where(ok, slope, np.nan))
+    return worst
 
 
 def joint_fit(k: ArrayLike, d: ArrayLike, r: ArrayLike) -> tuple[float, float]:
@@ -323,3 +355,7 @@ def fa_phase(ctx) -> None:
     rk, rkc = arr("multiclass.critical_radius"), arr("multiclass.critical_radius_certified")
     ctx.claim("fa.phase_kclass_exponent", _kclass_dev(ks, ds)(*rk), samples=Bracket(rkc, rk) if rk else None,
               statistic=_kclass_dev(ks, ds), unit="seeds, certified to attacked")
+    t46 = thm46_slopes(keys, {c: ctx.numpy(per[c]["binary.thm46_bound_relative"], float) for c in keys})
+    ctx.metric("binary.thm46_slope", float(np.mean(t46)) if len(t46) else math.nan)
+    ctx.claim("fa.phase_thm46_falls", float(np.mean(t46)) if len(t46) else math.nan,
+              samples=t46 if len(t46) and np.all(np.isfinite(t46)) else None, unit="seeds")
