@@ -138,6 +138,14 @@ class FASyntheticConfig(FADataConfig):
                        "silent on repeats]")
     h: int = Field(1, ge=1, description="k-class net: neurons per class [paper silent; 1 fits Fig 2b]",
                    json_schema_extra={"range": [1, 2, 4]})
+    m: int = Field(5, ge=1, description="binary net: neurons per sign (2m in all)",
+                   json_schema_extra={"range": [5, 50]})  # a stability row: m ≫ k (Remark A.5 allows m up to k)
+    second_layer: Literal["fixed", "trained"] = Field(
+        "fixed", description="binary net's read-out: fixed at ±1/m (§3.2, 'we fix the second layer for "
+        "simplicity'), or trained with the first layer by GD from ±1/m (Min & Vidal's setting, after Thm 4.6) — a "
+        "stability row, not a rival: each neuron's read-out is ±c_r/m with c_r > 0 folded into its weights after "
+        "training (ReLU(c z) = c ReLU(z)); the probes during training read the first layer alone",
+        json_schema_extra={"range": ["fixed", "trained"]})
     kclass_init: Literal["random", "prop48"] = Field(
         "random", description="k-class net's start: the paper's small random init, or (the 'prop48-start' rival) "
         "that init plus Prop 4.8's non-robust network f_j(x) = ReLU(<μ_j + Σ_{l∈J_s}μ_l, x>) (h copies per class), "
@@ -262,7 +270,7 @@ def kclass_net(cfg, seeds, dtype, device=None, dist=None) -> EnsembleTwoLayer:
 
 def keep_init(net: EnsembleTwoLayer) -> EnsembleTwoLayer:
     """Keep W(0) and b(0) on the net (``W0``, ``b0``): what GD learned is W − W(0) (Lemma 5.1's decomposition)."""
-    net.W0 = net.W.detach().clone()  # type: ignore[assignment]
+    net.W0 = net.W.detach().clone()
     net.b0 = None if net.b is None else net.b.detach().clone()  # type: ignore[assignment]
     return net
 
@@ -338,6 +346,8 @@ def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
     net, x = _binary_start(cfg, seeds, dist, tr), train_inputs(cfg, tr)
     loss = binary_objective(cfg, dist, tr)  # eq. 1, or the fine-binary rival's (fine_binary.py)
     probe = _binary_probe(cfg, dist, tr, net, x)
+    if getattr(cfg, "second_layer", "fixed") == "trained":
+        return net, _fit_two_layers(cfg, net, x, loss, seeds, probe, prefix)
     if cfg.binary_model == "linear":
         res = train([net.W, net.b], lambda step: logistic(_linear_score(net, x, cfg.m), tr.y), cfg.T, seeds=seeds,
                     lr=2 * cfg.m * cfg.eta, probe=probe, probe_every=cfg.probe_every, prefix=prefix,
@@ -345,6 +355,25 @@ def fit_binary(cfg, seeds, dist, tr, prefix="binary."):
         return net, res
     res = _fit(cfg, [net.W, net.b], lambda step: loss(net, net.preactivation(x)), seeds, probe, prefix)
     return net, res
+
+
+def _fit_two_layers(cfg, net: EnsembleTwoLayer, x, loss, seeds, probe, prefix) -> TrainResult:
+    """Min & Vidal's setting (Thm 4.6's remark): the read-out ±c_r/m trained with W, b by the same GD (eq. 1's loss),
+    c_r = 1 at init; then c_r folded into neuron r (w, b ← c_r·(w, b): the same f while c_r > 0)."""
+    c = torch.ones(net.W.shape[:2], dtype=net.W.dtype, device=net.W.device, requires_grad=True)  # (E, 2m)
+    assert net.b is not None  # the binary net has biases (§3.2)
+
+    def objective(step):
+        z = net.preactivation(x)
+        return loss(net, torch.where(z >= 0, z * c[:, None, :], z))  # c·ReLU(z) = ReLU(c·z) for c > 0
+
+    res = train([net.W, net.b, c], objective, cfg.T, seeds=seeds, lr=cfg.eta, probe=probe,
+                probe_every=cfg.probe_every, prefix=prefix, desc=f"{prefix}GD (two layers)")
+    with torch.no_grad():
+        scale = c.detach().clamp_min(0)  # a neuron whose read-out crossed 0 is switched off (none measured)
+        net.W.mul_(scale[..., None])
+        net.b.mul_(scale)
+    return res
 
 
 def _linear_score(net: EnsembleTwoLayer, x, m: int) -> torch.Tensor:
@@ -367,7 +396,7 @@ def fit_both(cfg, seeds, dist, tr) -> tuple[EnsembleTwoLayer, TrainResult, Ensem
     two first layers in one product per step, so the data are read once (half the step's cost when n·d is large).
     Each net's update is its own loss's gradient, as apart; the records are split back by net. The flow integrator
     (its step sizes adapt to the loss) still fits them one at a time."""
-    if cfg.integrator == "flow" or cfg.binary_model == "linear":
+    if cfg.integrator == "flow" or cfg.binary_model == "linear" or getattr(cfg, "second_layer", "fixed") != "fixed":
         return (*fit_binary(cfg, seeds, dist, tr), *fit_kclass(cfg, seeds, dist, tr))
     bnet, knet, x = _binary_start(cfg, seeds, dist, tr), kclass_net(cfg, seeds, tr.x.dtype, tr.x.device, dist), \
         train_inputs(cfg, tr)
