@@ -202,7 +202,7 @@ def test_paper_presets_run_on_cifar_files(out, tmp_path, monkeypatch):
     assert rec.ok and {"mm.table1_mixup", "mm.mixup_below_erm"} <= {c["id"] for c in rec.claims}
     rec = featlab.run("fa-resnet-cifar10", "paper", out=out, quiet=True, data_root=str(tmp_path), epochs=1, width=2,
                       batch_size=10, n_attack=4, pgd_steps=2, apgd_steps=2, apgd_targets=1, square_queries=2,
-                      ddn_steps=2, device="cpu")
+                      ddn_steps=2, fmn_steps=2, alma_steps=2, min_norm_starts=1, device="cpu")
     claims = {c["id"]: c for c in rec.claims}
     assert rec.ok and rec.config["augment"] and "fa.deep_binary_clean" in claims
     assert not claims["fa.deep_binary_clean"]["holds"]  # 1 epoch on random pixels cannot reach Fig 3's 97 %

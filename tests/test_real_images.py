@@ -51,7 +51,8 @@ def test_mm_spurious_fmnist_cpu_real_on_the_real_images(real_fmnist, out, tmp_pa
 def test_fa_resnet_fmnist_cpu_real_on_the_real_images(real_fmnist, out):
     rec = featlab.run("fa-resnet-fmnist", "cpu-real", out=out, quiet=True, seeds=1, epochs=1, width=4,
                       train_subset=1000, radii=[0, 0.4, 0.8], n_attack=40, pgd_steps=2, apgd_steps=2,
-                      apgd_targets=1, square_queries=2, ddn_steps=2, check_points=10)
+                      apgd_targets=1, square_queries=2, ddn_steps=2, fmn_steps=2, alma_steps=2, min_norm_starts=1,
+                      check_points=10, coarse_arm=False)  # the coarse arm: tests/test_fa_fine_minus_coarse.py
     assert rec.ok and rec.config["dataset"] == "fashionmnist"
     assert {c["id"] for c in rec.claims} == {"fa.deep_kclass_more_robust", "fa.deep_kclass_above_every_radius"}
     m = rec.summary["metrics"]
