@@ -20,7 +20,15 @@ Decisions where the issue is silent [paper silent]:
   the issue's 20 %) and on log d and log k jointly (k-class; judged on the worst deviation from (0.5, 0), ≤ 0.1);
   their 95 % intervals are percentile bootstraps over the seeds (resampled jointly over the cells); the pooled
   slope on log d alone (with its t-interval) is still reported;
-* the cosine claim is a 'for all' over the judged cells and the seeds.
+* the cosine claim is a 'for all' over the judged cells and the seeds;
+* Thm 4.6 as a trend (fa.phase_thm46_falls, issue 45): the proof's bound U on the sup-gap to C·f_FA over
+  sup|C·f_FA| (measures.thm46_distance's bound, no search: binary.thm46_bound_relative per cell), its log-log slope
+  on d per k and seed, the largest over the ks (the k where it falls least), judged < 0 by its t interval over the
+  seeds (the 5-net rule: quick's 2 seeds are inconclusive by rule). Measured at quick with seeds=5: slope −0.128,
+  interval [−0.145, −0.112], held; the decoupled-init rival's gap is flat (3.41, 5.46, 8.12 at k = 4, 8, 16 at
+  every d): slope 0, interval [−1e-7, 4e-7], inconclusive on the strict "< 0", so not a failure: the claim stays
+  unsettled there. Its theory-tier run (`featlab run fa-phase --preset theory seeds=5`, then the same with
+  `--control-name decoupled-init`) has not been run here.
 """
 
 from __future__ import annotations
