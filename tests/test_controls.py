@@ -12,7 +12,9 @@ from featlab.runs.registry import list_experiments
 # controls run at the paper preset on tiny files in the real formats, at toy size (see CONTROL_INPUTS).
 # mm-phase's λ-endpoints control trains the whole quick map (minutes here); its claims' other sanity control
 # (untrained) runs in the default suite, this one with -m slow.
-SLOW = {("mm-phase", "lambda-endpoints")}
+# mm-multiview's λ ∈ {0, 1} and mm-spurious-digits' λ = 1 became sanity controls (issue 46): at quick they train
+# the all-pairs losses / 15 small CNNs for minutes, so they run with -m slow too
+SLOW = {("mm-phase", "lambda-endpoints"), ("mm-multiview", "lambda-endpoints"), ("mm-spurious-digits", "lambda-one")}
 CONTROLS = [pytest.param(e.id, c.name, id=f"{e.id}:{c.name}",
                          marks=[pytest.mark.slow] if (e.id, c.name) in SLOW else [])
             for e in list_experiments() for c in e.controls if c.kind == "sanity"]

@@ -22,6 +22,7 @@ from ...train.mixup import random_pairing, sample_beta
 from ...train.objectives import cross_entropy
 from ...utils import generator
 from .pairs import all_pairs_sum
+from .rival_losses import rival_loss
 
 
 # ------------------------------------------------------------------------------------------ ERM, Eq. 2.1
@@ -127,13 +128,15 @@ def mixup_infimum(y: torch.Tensor, a: float) -> torch.Tensor:
 def make_loss(method: str, cfg, net, x, y, mult, seeds):
     """loss_fn(step) -> (E,) for ERM (Eq. 2.1), Midpoint Mixup (Eq. 3.1) or Beta(a, a) Mixup (Eq. 2.2), as a
     multi-view config (``pairs``, ``mix_lam``, ``mixup_a``, ``lam_draws``, ``chunk``, ``pairs_kernel``,
-    ``erm_objective``) asks."""
+    ``erm_objective``, ``mix_rival``) asks."""
     gens = [generator(s, f"mix/{method}") for s in seeds]
     N = y.shape[1]
     if method == "erm" and getattr(cfg, "erm_objective", "erm") == "mixup":
         method = "mixup"  # the rival 'mixup-for-erm': the ERM slot trained by Beta(a, a) Mixup (its own draws)
     if method == "erm":
         return lambda step: erm_loss(net, x, y, mult)
+    if getattr(cfg, "mix_rival", "none") != "none":  # a rival in the mixing methods' place (rival_losses.py)
+        return rival_loss(cfg.mix_rival, method, cfg, net, x, y, mult, gens)
     ends = getattr(cfg, "mix_lam", "paper") == "endpoints"
     kern = getattr(cfg, "pairs_kernel", "auto")
     if cfg.pairs == "all" and ends:  # λ ∈ {0, 1}, ½ each (a symmetric set: exact with the unordered pairs)

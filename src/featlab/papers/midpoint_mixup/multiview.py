@@ -107,6 +107,10 @@ class MultiViewConfig(ExperimentConfig):
     erm_objective: Literal["erm", "mixup"] = Field(
         "erm", description="the objective of the method 'erm': ERM (Eq. 2.1, the paper) or, as a rival, Beta(a, a) "
         "Mixup (Eq. 2.2, mixup_a) through the same code as the method 'mixup'")
+    mix_rival: Literal["none", "label-smoothing", "same-class", "input-noise"] = Field(
+        "none", description="the objective of the methods 'midpoint' and 'mixup': their own (none, the paper) or, as "
+        "a rival, ERM on labels smoothed by the mixing's off-label mass, the same mixing within a class only, or ERM "
+        "on inputs with Gaussian noise of the mixing's scale (rival_losses.py); ERM untouched")
     long_steps: int = Field(0, ge=0, description="Thms 4.6/4.7 'for all t = O(poly(k))': ERM and Midpoint trained "
                             "on to this many steps (0: not measured; else > steps)")
     prop44_N: int = Field(500, ge=2, description="points of App. C.3's construction for the Prop 4.4 check")

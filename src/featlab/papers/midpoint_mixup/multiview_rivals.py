@@ -1,10 +1,16 @@
 """mm-multiview's rival nets (mechanism controls) and sanity controls, with the paper's reason for every exemption.
 
+The sanity control ``lambda-endpoints`` (λ ∈ {0, 1}: the mixing removed, ERM through the same all-pairs code) is
+not a rival: it fails the Midpoint/Mixup claims by construction (issue 46).
+
 A rival changes one config knob whose default is the paper's behaviour, trains to the same training (or clean test)
 accuracy as the paper's nets, and must FAIL the claims whose statement needs the mechanism it removes
 (runs/discrimination.py). The battery:
 
-* ``lambda-endpoints``: the mixing removed (ERM through the same all-pairs code) — must fail the Midpoint/Mixup claims;
+* ``label-smoothing``, ``same-class``, ``input-noise`` (rival_losses.py): the mixing methods' objective replaced by
+  another mechanism that keeps one trait of the mixing (its soft labels; its mixed inputs within a class; its input
+  perturbation at its scale) and drops the cross-class midpoints Thm 4.7's proof runs on — must fail the
+  Midpoint/Mixup claims;
 * ``relu``: the polynomial part of ReLU~ removed (α = 1), the regime where §3 says ERM learns both features;
 * ``small-d``: init correlations near ρ (Assumption 4.3's d = Ω(k^20) removed): no init gap for ERM to amplify;
 * ``mixup-for-erm``: ERM's objective replaced by Beta(a, a) Mixup (§5: Mixup learns all features) — the mirror of
@@ -53,6 +59,41 @@ def _midpoint_exempt(why: str = MIDPOINT_KEPT, b18: bool = True) -> dict[str, st
     return out | {"mm.offdiag_b18": B18_NO_CLAIM} if b18 else out
 
 
+MIXING_CLAIMS = (*MID_CLAIMS, "mm.separation", "mm.mixup_all_both")
+MIXING_PREMISE = ("the cross-class mixed inputs of Midpoint Mixup (Eq. 3.1) and Mixup (Eq. 2.2): Thm 4.7's gradient "
+                  "lower bound on a class's second feature comes from the midpoints of points of different classes "
+                  "(App. B.2 Part II; Prop 3.4 in §3's linear case)")
+_WHY_FAIL = ("; both learn one feature per class as ERM does (Thm 4.6's winner-take-all: once a class's first "
+             "feature fits its points the gradient on its second vanishes, Claims B.6/B.7, and no cross-class "
+             "midpoint keeps it alive), so Midpoint's lead over ERM must vanish, while fitting every point")
+MIXING_RIVALS = (
+    ("label-smoothing", "the methods 'midpoint' and 'mixup' trained as ERM (Eq. 2.1) on one-hot labels smoothed by "
+     "the mixing's expected off-label mass ε = ½·P(y_j ≠ y_i) (≈ 0.45 at k = 10; rival_losses.py): the soft labels "
+     "without the mixed inputs" + _WHY_FAIL,
+     "Claims B.4/B.7 (proof of Thm 4.6): on the N points themselves, as under ERM, the off-diagonal correlations "
+     "stay near their init while the diagonal ones grow; the smoothed labels' off-label gradient is spread evenly "
+     "over the other classes' outputs and the paper states neither Cor B.18's bound nor its failure for it"),
+    ("same-class", "the methods 'midpoint' (λ = ½) and 'mixup' (λ ~ Beta(a, a)) mixing only pairs of one class, "
+     "over all such pairs (rival_losses.py): mixed inputs, but no cross-class label or midpoint; a same-class "
+     "midpoint is another point of that class (Def 4.1's β's averaged)" + _WHY_FAIL,
+     "Cor B.18's proof separates Midpoint's off-diagonal updates (noise patches) from its diagonal ones (signal); "
+     "same-class midpoints carry the same two kinds of patch, and the paper states neither the bound nor its "
+     "failure for them"),
+    ("input-noise", "the methods 'midpoint' and 'mixup' trained as ERM on inputs perturbed each step by Gaussian "
+     "noise in the feature span at the mixing's scale (the mean square of the displacement (1 − λ)(x_j − x_i); "
+     "rival_losses.py): perturbed inputs with one-hot labels" + _WHY_FAIL,
+     "isotropic noise moves every correlation, off-diagonal ones included, by zero-mean steps; the paper states "
+     "neither Cor B.18's bound nor its failure for noise augmentation"),
+)
+
+
+def _erm_kept(b18: str) -> dict[str, str]:
+    """The claims a rival in the mixing methods' place need not fail: ERM's (trained as in the paper) and B.18."""
+    kept = ("Thm 4.6 (2): the rival leaves ERM as it is, and ERM learns exactly one feature for (1 − o(1))k "
+            "classes: the theory says it holds here")
+    return {"mm.erm_one": kept, "mm.erm_one_long": kept + " ('for all t = O(poly(k))')", "mm.offdiag_b18": b18}
+
+
 def controls(claims: list[Claim]) -> list[Control]:
     counted = tuple(c.id for c in claims if c.kind == "claim")
     erm_trained = ("erm.train_acc", "midpoint.train_acc")  # the two nets its targets compare (separation)
@@ -63,20 +104,15 @@ def controls(claims: list[Claim]) -> list[Control]:
         Control("prop44-few-patches", {"prop44_P": 20}, "App. C.3's construction with P = 20 = 2k patches: the "
                 "summed noise (P − 2)·k^-1.5 = 0.57 no longer outweighs the signal δ2/2 = 1 (Prop 4.4's Pδ3 ≫ δ2), "
                 "and a linear h fits every point (margin 1)", claims=("mm.prop44_not_linear",)),
+        # a sanity control, not a rival: λ ∈ {0, 1} makes the objective ERM's by construction (issue 46)
         Control("lambda-endpoints", {"mix_lam": "endpoints"},
                 "Midpoint Mixup and Mixup through the same all-pairs code with λ ∈ {0, 1} (½ each): every mixed "
-                "point is one of its pair, so the objective is ERM's (Eq. 2.1) and both should learn one feature per "
-                "class like ERM (Thm 4.6), while fitting the data",
-                claims=(*MID_CLAIMS, "mm.separation", "mm.mixup_all_both"),
-                premise="the mixing itself: λ = ½ (Eq. 3.1) or λ ~ Beta(a, a) strictly inside (0, 1)",
-                trained=("midpoint.train_acc", "mixup.train_acc"), tiny=ALL_PAIRS,
-                exempt={**dict.fromkeys(("mm.erm_one", "mm.erm_one_long"), (
-                    "Thm 4.6 (2): the rival leaves ERM as it is (and makes the Mixups' objective ERM's, Eq. 2.1), "
-                    "and ERM learns exactly one feature for (1 − o(1))k classes: the theory says it holds here")),
-                    "mm.offdiag_b18": "Claims B.4/B.7 (proof of Thm 4.6): under ERM's objective, which λ ∈ {0, 1} "
-                    "gives the Midpoint slot, the off-diagonal correlations stay within a constant factor of their "
-                    "init (O(1/√d)) while the diagonal ones reach Θ(1), well inside Cor B.18's bound: the theory "
-                    "says it holds here"}),
+                "point is one of its pair, so the objective is ERM's (Eq. 2.1) by construction and both should learn "
+                "one feature per class like ERM (Thm 4.6): a sanity check that the mixing claims are not vacuous",
+                claims=(*MID_CLAIMS, "mm.separation", "mm.mixup_all_both"), tiny=ALL_PAIRS),
+        *(Control(name, {"mix_rival": name}, why, claims=MIXING_CLAIMS, premise=MIXING_PREMISE,
+                  trained=("midpoint.train_acc", "mixup.train_acc"), exempt=_erm_kept(b18))
+          for name, why, b18 in MIXING_RIVALS),
         Control("relu", {"alpha": 1.0},
                 "α = 1: ReLU~ is the ReLU, linear on its active side, so nothing amplifies the init gap between a "
                 "class's two correlations (Thm 4.6's proof sketch: 'amplified ... due to the polynomial part of "

@@ -42,9 +42,11 @@ from ...utils import torch_threads
 from .diagnoses import MM_SPURIOUS_DIGITS, with_diagnoses
 from .spurious_claims import (
     BELOW_ERM,
+    BELOW_IDS,
     METHOD_LABEL,
     PAPER_TABLE1,
     TABLE1_EXPERIMENT,
+    TRAINED,
     UNTRAINED,
     assumptions,
     judge,
@@ -53,6 +55,8 @@ from .spurious_claims import (
     table1_claims,
 )
 from .spurious_data import SpuriousChannels
+from .spurious_rivals import controls as mixing_rivals
+from .spurious_rivals import rival_objective
 
 __all__ = ["BELOW_ERM", "PAPER_TABLE1", "MMSpuriousConfig", "paper_cell", "run_mm_spurious"]
 
@@ -75,6 +79,10 @@ class MMSpuriousConfig(ImageTrainFields):
     judge_table1: bool = Field(True, description="judge Table 1's test errors as claims (its setting: ResNet-18, "
                                "the whole training set, 100 epochs); False where a preset departs from it (a small "
                                "CNN on a subset, on the CPU): Table 1 is then printed beside the run, unjudged")
+    mix_rival: Literal["none", "label-smoothing", "same-class", "input-noise"] = Field(
+        "none", description="the objective of both Mixups: their own (none, the paper) or, as a rival, ERM on labels "
+        "smoothed by the mixing's off-label mass, the same mixing within a class only, or ERM on inputs with "
+        "Gaussian noise of the mixing's scale (spurious_rivals.py); ERM untouched")
     spurious: bool = Field(True, description="concatenate each training image with a paired-class image (the "
                            "paper); False: zeros there, as at test, the spurious feature removed (the control "
                            "'no-spurious')")
@@ -104,6 +112,9 @@ def run_mm_spurious(ctx) -> None:
 def _objective(cfg: MMSpuriousConfig, method: str, k: int):
     if method == "erm":
         return erm_objective
+    if cfg.mix_rival != "none":  # a rival in the Mixups' place (spurious_rivals.py)
+        mix = _mixing(cfg, "midpoint" if method == "midpoint" else "mixup", k)
+        return rival_objective(cfg.mix_rival, method, cfg.mixup_alpha, k, lambda g: _lam(mix, g))
     if cfg.mix_lambda is not None:  # the control 'lambda-one': both Mixups' code path with a fixed λ
         return mixup_objective(Mixup(None, lam=cfg.mix_lambda, per_sample=cfg.per_sample_lambda,
                                      allow_self_pairs=cfg.allow_self_pairs, num_classes=k))
@@ -111,6 +122,18 @@ def _objective(cfg: MMSpuriousConfig, method: str, k: int):
         return mixup_objective(MidpointMixup(allow_self_pairs=cfg.allow_self_pairs, num_classes=k))
     return mixup_objective(Mixup(cfg.mixup_alpha, per_sample=cfg.per_sample_lambda,
                                  allow_self_pairs=cfg.allow_self_pairs, num_classes=k))
+
+
+def _mixing(cfg: MMSpuriousConfig, method: str, k: int) -> Mixup:
+    if method == "midpoint":
+        return MidpointMixup(allow_self_pairs=cfg.allow_self_pairs, num_classes=k)
+    return Mixup(cfg.mixup_alpha, per_sample=False, allow_self_pairs=cfg.allow_self_pairs, num_classes=k)
+
+
+def _lam(mix: Mixup, g: torch.Generator) -> torch.Tensor:
+    """One λ of the method's law for the batch (a rival's same-class mixing), from the epoch's generator."""
+    mix.generator = g
+    return mix.sample_lam(1)[0]
 
 
 def _train(ctx, data: ImageData, ck):
@@ -292,7 +315,8 @@ TINY = {"seeds": 1, "epochs": 1, "width": 2, "batch_size": 200}
 experiment("mm-spurious-digits", paper="midpoint-mixup", reference=MM_REF + " on 8×8 digits",
            summary=MM_SUMMARY + " (8×8 digits, small CNN, CPU)", config=MMSpuriousConfig,
            claims=with_diagnoses(BELOW_ERM, MM_SPURIOUS_DIGITS),
-           controls=[UNTRAINED, lambda_one(), no_spurious("digits")], assumptions=assumptions("digits"),
+           controls=[UNTRAINED, lambda_one(), no_spurious("digits"), *mixing_rivals(BELOW_IDS, TRAINED)],
+           assumptions=assumptions("digits"),
            presets={"quick": {"dataset": "digits", "model": "smallcnn", "width": 16, "seeds": 3, "epochs": 30,
                               "batch_size": 50, "optimizer": "adam", "lr": 3e-3, "cpu_threads": 1},
                     # the paper did not run digits: §5's protocol at full length on them, on the CPU (a demo)
@@ -306,7 +330,9 @@ MM_CPU_REAL = {"dataset": "fashionmnist", "model": "smallcnn", "width": 16, "see
 for _ds, _id in TABLE1_EXPERIMENT.items():
     experiment(_id, paper="midpoint-mixup", reference=MM_REF, summary=MM_SUMMARY + f" ({_ds})",
                config=MMSpuriousConfig, claims=BELOW_ERM + table1_claims(_ds),
-               controls=[UNTRAINED, lambda_one(_ds), no_spurious(_ds)], assumptions=assumptions(_ds),
+               controls=[UNTRAINED, lambda_one(_ds), no_spurious(_ds),
+                         *mixing_rivals(BELOW_IDS, TRAINED, tuple(c.id for c in table1_claims(_ds)))],
+               assumptions=assumptions(_ds),
                presets={"paper": {"dataset": _ds, **MM_PAPER},
                         "quick": {**MM_PAPER, "dataset": "digits", "smoke": True, "seeds": 1, "epochs": 3,
                                   "model": "smallcnn", "width": 16, "batch_size": 100,
