@@ -3,6 +3,7 @@ its cache (featlab.runs.timing), and the estimate against the run it estimates, 
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
 from pathlib import Path
@@ -168,3 +169,51 @@ def test_the_estimate_is_within_2x_of_the_run(exp_id, overrides, no_short_loops,
         rec = featlab.run(exp_id, "quick", out=Path(out), quiet=True, **overrides)
     ratio = est.seconds / rec.summary["elapsed_s"]
     assert 0.5 < ratio < 2.0, (exp_id, est, rec.summary["elapsed_s"])
+
+
+@pytest.fixture
+def meters(monkeypatch):
+    """The meters of the timings this test makes (featlab.meter.metering, spied on)."""
+    made, real = [], meter.metering
+
+    @contextlib.contextmanager
+    def spy(*args, **kwargs):
+        with real(*args, **kwargs) as m:
+            made.append(m)
+            yield m
+
+    monkeypatch.setattr(meter, "metering", spy)
+    return made
+
+
+def _metered_files(m: meter.Meter) -> set[str]:
+    return {Path(site[0]).name for site in m.sites if isinstance(site, tuple)}
+
+
+def test_the_attacks_and_thm46_ascent_are_metered(meters, one_thread):
+    """fa-synthetic's shortened run meters its minimum-norm DDN, its PGD, Thm 4.6's ascent and the exact solver's
+    replicas (these ran at full size before: its shortened run took longer than its quick run's half), and dense
+    PGD (the image experiments' attack) is metered too."""
+    exp, cfg = resolve_config("fa-synthetic", "quick", overrides=featlab.get_experiment("fa-synthetic").tiny)
+    timing.measure(exp, cfg, torch.device("cpu"))
+    assert {"subspace_min_norm.py", "subspace.py", "measures.py", "exact.py", "loop.py"} <= _metered_files(meters[-1])
+    from featlab.probes.robustness import pgd_l2
+    x, y = torch.randn(2, 5, 3), torch.ones(2, 5)
+    with meter.metering() as m:
+        pgd_l2(lambda z: z.sum(-1) + 10, x, y, 0.1, steps=50)
+    assert _metered_files(m) == {"robustness.py"} and m.iterations <= 51
+
+
+def test_a_timed_run_draws_a_figure_only_while_its_cost_is_unknown_here(meters, one_thread):
+    """The first timing of an experiment on this machine draws its figure and keeps the cost (per machine, any
+    config or code version); the next one draws none and adds that cost where the figure would have been drawn."""
+    exp, cfg = resolve_config("rfa-fig1", "quick", overrides=featlab.get_experiment("rfa-fig1").tiny)
+    first = timing.measure(exp, cfg, torch.device("cpu"))
+    drawn = meters[-1].figures_timed
+    assert drawn and meters[-1].figures_skipped == 0 and timing.figure_costs(exp) == drawn
+    again = timing.measure(exp, cfg.model_copy(update={"seed": cfg.seed + 1}), torch.device("cpu"))
+    assert meters[-1].figures_timed == {} and meters[-1].figures_skipped == len(drawn)
+    assert again.seconds >= sum(drawn.values()) and 0.3 < again.seconds / first.seconds < 3
+    with meter.metering(figure_s={"known": 7.0}) as m:
+        assert not meter.figure("known", lambda: pytest.fail("a figure of known cost is drawn"))
+    assert m.extra == 7.0

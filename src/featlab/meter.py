@@ -11,7 +11,8 @@ whole run) it stops there and the meter adds what the iterations left would have
 that the probes after it see a trained net. A loop inside a loop (a trainer's batches in its epochs, a probe's
 attack steps) is scaled first, so the outer loop's iterations count it in full; a block's time is taken out of the
 iteration that ran it and scaled to ``times`` on its own. Whatever runs outside these loops (data, the probes after
-training, figures) runs at full size and is timed as it is.
+training) runs at full size and is timed as it is; a figure is saved through :func:`figure`, which draws it only
+when its cost is not known yet (:mod:`featlab.runs.timing` keeps each figure's cost per machine).
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ class Meter:
         self.short = min(SHORT_S, self.spare)  # a loop that would end within this runs to its end
         self.decisions: dict[tuple[object, int], bool] = {}  # (call site, size) → runs to its end
         self.trace: list[tuple[int, int, int, float, float]] = []  # per loop: depth, total, ran, seconds, added
+        self.sites: dict[object, int] = {}  # a metered loop's call site (file, line) → how many times it ran
+        self.figure_s: dict[str, float] = {}  # a figure's cost (seconds) known before: not drawn, added
+        self.figures_timed: dict[str, float] = {}  # the figures drawn and timed in this run: name → seconds
+        self.figures_skipped = 0
 
     @property
     def extra(self) -> float:
@@ -89,6 +94,7 @@ class Meter:
         frame = _Frame(max(0, total))
         self.stack.append(frame)
         self.loops += 1
+        self.sites[site] = self.sites.get(site, 0) + 1
         runs, ended = budget(frame.total), False
         try:
             for item in items:
@@ -175,17 +181,39 @@ def every(times: float) -> Iterator[None]:
         yield
 
 
+def figure(name: str, save: Callable[[], object]) -> bool:
+    """``save()`` (a figure's drawing and saving) and True; inside :func:`metering`, a figure whose cost is known
+    (``Meter.figure_s``, per machine: :mod:`featlab.runs.timing`) is not drawn: its cost is added where it would
+    have been spent (inside a loop's iteration, scaled with it) and False returned; an unknown one is drawn, timed
+    and its cost kept in ``Meter.figures_timed``."""
+    m = _active.get()
+    if m is None:
+        save()
+        return True
+    known = m.figure_s.get(name)
+    if known is None:
+        t0 = m.now()
+        save()
+        m.figures_timed[name] = m.now() - t0
+        return True
+    m.stack[-1].inner += known
+    m.figures_skipped += 1
+    return False
+
+
 def metering_now() -> bool:
     return _active.get() is not None
 
 
 @contextmanager
 def metering(sync: Callable[[], None] | None = None, limit_s: float | None = None,
-             spare_s: float | None = None) -> Iterator[Meter]:
+             spare_s: float | None = None, figure_s: dict[str, float] | None = None) -> Iterator[Meter]:
     """Run the loops inside in a few timed iterations; the meter's ``extra`` is what the rest would have taken.
     ``limit_s``: past it, the next metered step raises :class:`OverBudget` (``extra`` then covers what ran);
-    ``spare_s``: the seconds short loops may take running to their end (default ``SPARE_S``)."""
+    ``spare_s``: the seconds short loops may take running to their end (default ``SPARE_S``); ``figure_s``: the
+    known cost of each figure by name (those are not drawn: :func:`figure`)."""
     meter = Meter(sync, limit_s, spare_s)
+    meter.figure_s = dict(figure_s or {})
     token = _active.set(meter)
     try:
         yield meter

@@ -36,6 +36,8 @@ from typing import NamedTuple
 
 import torch
 
+from .. import meter
+
 F64 = torch.float64
 CHUNK = 1 << 21  # elements of the largest temporary
 
@@ -93,11 +95,11 @@ def exact_min_distance(W: torch.Tensor, b: torch.Tensor | None, a, x: torch.Tens
     wn = torch.diagonal(G, dim1=1, dim2=2).clamp_min(0).sqrt()
     thr = rtol * ((A.abs() * (z0.abs() + wn[:, None])).sum(-1) + A0.abs())
     up = torch.full((E, n), float("inf"), dtype=F64, device=dev) if upper is None else upper.detach().to(dev, F64)
-    dist = torch.empty(E, n, dtype=F64, device=dev)
-    found = torch.empty(E, n, dtype=F64, device=dev)
+    dist = torch.full((E, n), float("nan"), dtype=F64, device=dev)  # nan: a replica a timed run skipped
+    found = torch.full((E, n), float("nan"), dtype=F64, device=dev)
     lam = torch.zeros(E, n, M, dtype=F64, device=dev)
     unst = torch.zeros(E, n, dtype=torch.long, device=dev)
-    for e in range(E):
+    for e in meter.steps(E):  # a few replicas, timed, when an estimate is measured (featlab.meter)
         dist[e], found[e], lam[e], unst[e] = _replica(G[e], wn[e], z0[e], A[e], A0[e], yd[e], thr[e], up[e],
                                                       max_unstable)
     lam, found, verified = _strict_point(Wd, b, A, A0, x.detach().to(F64), yd, lam, found, thr)

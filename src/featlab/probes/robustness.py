@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
+from .. import meter
 from ..nn.twolayer import sign_prediction
 from .survivors import check_radii, lift, on_survivors, survivor_masks
 
@@ -67,7 +68,7 @@ def pgd_l2(score: Score, x: torch.Tensor, y: torch.Tensor, eps: float | torch.Te
         delta = (start.detach().clone() if start is not None and i == 0
                  else random_in_ball(x.shape, eps_b, event_dims, generator, x.dtype) if random_start
                  else torch.zeros_like(x))
-        for _ in range(steps + 1):
+        for _ in meter.steps(steps + 1):  # a few, timed, when an estimate is measured (featlab.meter)
             delta.requires_grad_(True)
             xa = x + delta
             if clip is not None:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import torch
 
+from .. import meter
 from .subspace import Head, LinearHead, _correct, _from_coords, _score_points, subspace, subspace_pgd
 from .survivors import survivor_masks, within
 
@@ -50,7 +51,7 @@ def subspace_ddn(score: Head, lin: LinearHead, x: torch.Tensor, y: torch.Tensor,
     c_best = torch.zeros_like(c)
     eps: torch.Tensor | None = None
     a0 = torch.ones(())
-    for k in range(steps + 1):
+    for k in meter.steps(steps + 1):  # a few, timed, when an estimate is measured (featlab.meter)
         z = (z0 + torch.bmm(c, R)).requires_grad_(True)
         with torch.enable_grad():
             out = ascend(z)

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from .. import meter
 from ..errors import TrainingDiverged
 from ..placement import to_host, to_numpy, to_run
 from ..text import safe_print, table
@@ -143,9 +144,13 @@ class RunContext:
         """Save a matplotlib Figure as figures/<name>.png and .pdf (no pyplot state involved); FEATLAB_PDF=0 skips
         the PDF (the test suite does: it halves the cost of drawing)."""
         png = self.dir / "figures" / f"{name}.png"
-        fig.savefig(png, dpi=130, bbox_inches="tight")
-        if os.environ.get("FEATLAB_PDF", "1") != "0":
-            fig.savefig(png.with_suffix(".pdf"), bbox_inches="tight")
+
+        def save() -> None:
+            fig.savefig(png, dpi=130, bbox_inches="tight")
+            if os.environ.get("FEATLAB_PDF", "1") != "0":
+                fig.savefig(png.with_suffix(".pdf"), bbox_inches="tight")
+
+        meter.figure(name, save)  # a timed run (featlab.meter) skips a figure whose cost it knows
         rel = f"figures/{name}.png"
         self.figures.append(rel)
         return png

@@ -7,6 +7,15 @@ a few iterations (seconds in all). The result is kept in ``$XDG_CACHE_HOME/featl
 ``~/.cache/featlab``; ``FEATLAB_CACHE_DIR`` replaces the folder) under a key of the experiment, its whole config,
 the device, torch's version, featlab's version and a digest of its source files, and this machine: a second
 estimate of the same run is read from there.
+
+Figures: a timed run draws a figure only while its cost is unknown on this machine. The first timing of an
+experiment here draws and saves each figure (PNG and PDF, as a run does), times it and keeps the seconds in the
+same cache under :func:`figure_key` (the experiment, this machine, PDF or not: any config, any code version, since
+a figure's cost hardly depends on either); every later timing skips the drawing and the meter adds that cost where
+the figure would have been saved (:func:`featlab.meter.figure`). Chosen over one per-machine constant because the
+figures differ tenfold (a 3-panel heat map against rfa-amplification's ~6 s one), and over timing the first figure
+of each run because most experiments draw one or two: only a cache saves their time. A cost measured under
+another load is off by that load's factor, as any cached timing is.
 """
 
 from __future__ import annotations
@@ -46,7 +55,8 @@ KEEP = 400  # entries kept in the cache (the newest)
 LIMIT_S = 120.0  # a timing that runs longer stops at its next metered step (what ran is then a lower bound)
 CAPPED = f"the {LIMIT_S:.0f} s cap"  # why such a timing stopped (then retimed at fewer seeds: by_seeds)
 # ``reproduce --dry-run``: all its timings share DRY_RUN_S, each given at least MIN_SHARE_S (a floor, "≥", past it)
-DRY_RUN_S, MIN_SHARE_S = 40.0, 3.0
+# and, cheapest first, up to SOLO_S of what the others' MIN_SHARE_S leave (a whole timing rather than all floors)
+DRY_RUN_S, MIN_SHARE_S, SOLO_S = 40.0, 3.0, 15.0
 BUDGET = "the dry run's time budget"  # why a timing given a share of it stopped: not cached (a longer one may end)
 
 
@@ -102,6 +112,23 @@ def cache_key(exp: Any, cfg: Any, device: torch.device) -> str:
             "code": _source_digest(*([own] if own and "featlab" not in Path(own).parts else [])),
             "machine": [platform.node(), platform.machine(), os.cpu_count()]}
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def figure_key(exp: Any) -> str:
+    """The cache key of ``exp``'s figure costs on this machine (any config, any code version: a figure's cost
+    hardly depends on either), PDF or not."""
+    blob = [exp.id, platform.node(), platform.machine(), os.cpu_count(), os.environ.get("FEATLAB_PDF", "1")]
+    return "figures:" + hashlib.sha256(json.dumps(blob).encode()).hexdigest()[:24]
+
+
+def figure_costs(exp: Any) -> dict[str, float]:
+    """The seconds each of ``exp``'s figures took to draw and save here (name → seconds), from the cache."""
+    entry = _read_cache().get(figure_key(exp))
+    costs = entry.get("figures") if isinstance(entry, dict) else None
+    try:
+        return {str(k): float(v) for k, v in costs.items()} if isinstance(costs, dict) else {}
+    except (TypeError, ValueError):
+        return {}
 
 
 def _read_cache() -> dict[str, Any]:
@@ -186,7 +213,8 @@ def measure(exp: Any, cfg: Any, device: torch.device, limit_s: float = LIMIT_S) 
         stage = Path(tmp) / "run"
         (stage / "figures").mkdir(parents=True)
         ctx = RunContext(exp.id, run_cfg, stage, quiet=True, declared=exp.claims, run_device=device)
-        with meter.metering(sync, limit_s, spare_s=min(meter.SPARE_S, limit_s / 4)) as m, \
+        known = figure_costs(exp)
+        with meter.metering(sync, limit_s, spare_s=min(meter.SPARE_S, limit_s / 4), figure_s=known) as m, \
                 _alarm(limit_s + min(5.0, limit_s / 4)):
             t0, stopped = time.perf_counter(), ""
             try:
@@ -198,6 +226,9 @@ def measure(exp: Any, cfg: Any, device: torch.device, limit_s: float = LIMIT_S) 
             except Exception as e:  # code after a shortened loop that needs all its steps (a curve's length)
                 stopped = f"a {type(e).__name__} of the shortened run"
             wall = time.perf_counter() - t0
+    if m.figures_timed:
+        _write_cache(figure_key(exp), {"experiment": exp.id, "figures": {**known, **m.figures_timed},
+                                       "date": time.strftime("%Y-%m-%dT%H:%M:%S")})
     return Timing(wall + m.extra, wall, m.loops, m.iterations, stopped=stopped)
 
 
@@ -236,17 +267,19 @@ def timed(exp: Any, cfg: Any, device: torch.device, limit_s: float = LIMIT_S) ->
 
 class Budget:
     """The seconds a dry run spends timing, shared among the runs it times: each gets what is left divided by the
-    runs left to time (those cached cost nothing); one that takes longer stops there and its estimate is a floor
-    ("≥"); once less than ``MIN_SHARE_S`` is left, the rest are not timed (a next dry run times them: what was timed
-    is cached)."""
+    runs left to time (those cached cost nothing), or more: up to ``SOLO_S`` while ``MIN_SHARE_S`` stays for each
+    run after it (on a loaded machine equal shares stopped every timing: all floors, none within 2× of its run;
+    this way the cheapest finish); one that takes longer stops there and its estimate is a floor ("≥"); once less
+    than ``MIN_SHARE_S`` is left, the rest are not timed (a next dry run times them: what was timed is cached)."""
 
     def __init__(self, total_s: float = DRY_RUN_S, runs: int = 1):
         self.end, self.left = time.perf_counter() + total_s, max(1, runs)
 
     def share(self) -> float:
-        """What is left over the runs left to time, at least ``MIN_SHARE_S`` while that much is left."""
+        """What is left over the runs left to time, or up to ``SOLO_S`` of what leaves ``MIN_SHARE_S`` to each of
+        the others; at least ``MIN_SHARE_S`` while that much is left."""
         left = self.end - time.perf_counter()
-        return max(min(MIN_SHARE_S, left), left / self.left)
+        return max(min(MIN_SHARE_S, left), left / self.left, min(SOLO_S, left - MIN_SHARE_S * (self.left - 1)))
 
     def spent(self) -> None:
         self.left = max(1, self.left - 1)

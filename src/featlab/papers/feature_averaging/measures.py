@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from ... import meter
+
 
 def cosine_matrix(features: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """cos(μ_i, w_j): features (E, k, d), weights (E, M, d) → (E, k, M) (Figs 2, 5–9)."""
@@ -109,7 +111,7 @@ def thm46_distance(model, mu: torch.Tensor, positive: torch.Tensor, m: int, *, s
     x = starts / starts.norm(dim=-1, keepdim=True) * radius
     best = torch.zeros(E, dtype=W.dtype, device=W.device)
     lr = 0.1 * radius
-    for t in range(steps):
+    for t in meter.steps(steps):  # a few, timed, when an estimate is measured (featlab.meter)
         x = x.detach().requires_grad_(True)
         g_val = gap(x)
         best = torch.maximum(best, g_val.detach().max(-1).values)
