@@ -354,8 +354,7 @@ experiment("fa-resnet-digits", paper="feature-averaging", reference=FA_REF + " o
 for _name, _p in (("fa-resnet-mnist", FA_MNIST), ("fa-resnet-cifar10", FA_CIFAR)):
     experiment(_name, paper="feature-averaging", reference=FA_REF, summary=FA_SUMMARY + f" ({_p['dataset']})",
                config=FAResNetConfig, claims=CLAIMS + clean_claims(_p["dataset"]),
-               controls=[FINE_SHUFFLED, COARSE, RANDOM_LABELS, UNTRAINED, SAME_LABELS],
-               assumptions=[SETTING_PAPER, ATTACK],
+               controls=[FINE_SHUFFLED, COARSE, RANDOM_LABELS, UNTRAINED], assumptions=[SETTING_PAPER, ATTACK],
                presets={"paper": dict(_p), "quick": {**_p, "dataset": "digits", "smoke": True, "model": "smallcnn",
                                                      "width": 16, "epochs": 8, "batch_size": 64, "lr": 0.05,
                                                      "augment": False, "cpu_threads": 1, "n_attack": 200,

@@ -113,11 +113,15 @@ COARSE = Control(
     claims=tuple(c for c in ROBUST if c not in _ITSELF), exempt={**_CLEAN, **_ITSELF}, premise=FINE,
     trained=("clean_acc_weaker_arm",))
 COARSE_DIGITS = replace(COARSE, exempt=_ITSELF)  # fa-resnet-digits declares no clean-accuracy claim to exempt
-# a forced tie (sanity): both k-logit arms trained on the coarse labels, so fine − coarse is 0 whatever the nets; at a
-# cheap size (2 epochs, 40 attacked points), as the tie needs no trained net
-SAME_LABELS = Control("same-labels", {"kclass_labels": "coarse", "coarse_arm": True, "epochs": 2, "n_attack": 40},
-                      "both k-logit arms trained on the 2-class labels (the same network, labels and seed): two "
-                      "identical arms, which a strict > 0 gap must fail", claims=(FINE_MINUS_COARSE.id,))
+# a forced tie (sanity): both k-logit arms on the coarse labels with the same seed, so fine − coarse is 0 whatever
+# the nets; at a cheap size (one seed, no epoch, 8 points, one radius, margin PGD alone: the tie needs no trained
+# net and no strong attack)
+SAME_LABELS = Control("same-labels", {"kclass_labels": "coarse", "coarse_arm": True, "epochs": 0, "seeds": 1,
+                                      "n_attack": 8, "radii": [0, 0.5], "attack": "pgd"},
+                      "both k-logit arms built from the same seed and given the 2-class labels (at their init, one "
+                      "seed, 8 attacked points, one radius, margin PGD alone, for cost): two identical arms, which a "
+                      "strict > 0 gap must fail",
+                      claims=(FINE_MINUS_COARSE.id,))
 RANDOM_LABELS = Control(
     "random-labels", {"shuffle_labels": True},
     "the training labels are permuted across the training images (once per seed): both nets still fit them (their "
