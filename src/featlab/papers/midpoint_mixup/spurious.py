@@ -331,7 +331,7 @@ for _ds, _id in TABLE1_EXPERIMENT.items():
     experiment(_id, paper="midpoint-mixup", reference=MM_REF, summary=MM_SUMMARY + f" ({_ds})",
                config=MMSpuriousConfig, claims=BELOW_ERM + table1_claims(_ds),
                controls=[UNTRAINED, lambda_one(_ds), no_spurious(_ds),
-                         *mixing_rivals(BELOW_IDS, TRAINED, tuple(c.id for c in table1_claims(_ds)))],
+                         *mixing_rivals(BELOW_IDS, TRAINED, _ds)],
                assumptions=assumptions(_ds),
                presets={"paper": {"dataset": _ds, **MM_PAPER},
                         "quick": {**MM_PAPER, "dataset": "digits", "smoke": True, "seeds": 1, "epochs": 3,
