@@ -47,6 +47,9 @@ def out(tmp_path):
     _write(tmp_path, "bbbb1111", [_claim("failed")], date="2026-01-03T00:00:00",
            control={"name": "large-init", "overrides": {"sigma_w": 0.001, "sigma_b": 0.001},
                     "trained_values": {"binary.clean_acc_min": 1.0}, "margin": 0.05})
+    _write(tmp_path, "cccc1111", [_claim("failed")], date="2026-01-03T00:00:00",
+           control={"name": "lazy", "overrides": {"init": "lazy"},
+                    "trained_values": {"binary.clean_acc_min": 1.0}, "margin": 0.05})
     return tmp_path
 
 

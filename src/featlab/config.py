@@ -72,6 +72,9 @@ class ExperimentConfig(BaseModel):
     # what device=auto picks on a machine with CUDA: "cpu" for an experiment of small launch-bound nets measured
     # slower on a GPU than on a 2-core CPU (docs/performance.md, "device=auto"); "cuda" for the rest
     AUTO_DEVICE: ClassVar[str] = "cuda"
+    # fields added after run records (and budgeted units) were kept whose default leaves a run's computation as it
+    # was: left out of the run id at their default, so those records keep their id (any other value is in it)
+    NEUTRAL_AT_DEFAULT: ClassVar[tuple[str, ...]] = ()
 
     seeds: int = Field(4, ge=1, description="number of replicas (independent seeds) trained at once")
     seed: int = Field(0, ge=0, le=2**62, description="first seed; replica i uses seed + i")
@@ -140,6 +143,9 @@ class ExperimentConfig(BaseModel):
         to (``device``: "cpu" or "cuda"; default: what ``device`` resolves to here). A CUDA request never reuses a
         CPU run, nor the reverse: their kernels sum in another order, their numbers differ."""
         cfg = self.to_dict()
+        for name in self.NEUTRAL_AT_DEFAULT:  # a field added after runs were kept: at its default, not in the id
+            if name in cfg and cfg[name] == type(self).model_fields[name].default:
+                del cfg[name]
         if "device" in cfg:
             cfg["device"] = device or self.device_kind()
         blob = json.dumps({"experiment": experiment_id, "config": cfg}, sort_keys=True)

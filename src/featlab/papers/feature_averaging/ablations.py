@@ -197,21 +197,6 @@ def _claims(exp_id: str) -> list[Claim]:
                   "there" + large)]
 
 
-# A claim whose failure is diagnosed 'formulation' (diagnoses.py) → its pre-registered reformulation (issue 45): the
-# scorecard lists the failure apart and counts the reformulation in its place once it has run.
-REFORMULATIONS = {"fa.ablation_cosine.fa_everywhere": "fa.ablation_cosine.fa_everywhere_perp"}
-
-
-def _reformulated(claims: list[Claim]) -> list[Claim]:
-    """``claims`` with each 'formulation' diagnosis naming the reformulation REFORMULATIONS declares."""
-    def name(c: Claim) -> Claim:
-        if c.id not in REFORMULATIONS:
-            return c
-        return replace(c, diagnoses=tuple(replace(d, reformulation=REFORMULATIONS[c.id]) if d.kind == "formulation"
-                                          else d for d in c.diagnoses))
-    return [name(c) for c in claims]
-
-
 def _claim_prefix(exp_id: str) -> str:
     return "fa." + exp_id.removeprefix("fa-").replace("-", "_")  # fa-ablation-lr → fa.ablation_lr
 
@@ -316,6 +301,6 @@ for _id, (_field, _values, _fig, _statement, _kind) in ABLATIONS.items():
                         "quick": {"seeds": 2 if _field != "n" else 1, "values": _values},
                         **EXTRA_PRESETS.get(_id, {})},
                tiny={**TINY, "values": TINY_VALUES.get(_field, _values)},
-               claims=_reformulated(diagnosed(_claims(_id), _id)), controls=CONTROLS[_id], assumptions=ASSUMPTIONS[_id],
+               claims=diagnosed(_claims(_id), _id), controls=CONTROLS[_id], assumptions=ASSUMPTIONS[_id],
                cites={"values": f"App. E.1, {_fig}: {LABEL[_field]} = {', '.join(f'{v:g}' for v in _values)}"})(
                    _make(_id))

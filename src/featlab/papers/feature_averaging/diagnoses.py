@@ -33,7 +33,8 @@ FA_ABLATION_COSINE = {
         "counts as off-class weight; App. E.1 ('feature averaging still happens') reads the cosine map",
         "featlab run fa-ablation-cosine --preset quick, cos=0.09: fidelity 0.86 (>= 0.7), off-class max abs cos "
         "0.010, off-class coefficient ratio 0.35 (> 0.25), margin 0.71; cos=1e-5, 1e-3: margin 1.28, 1.28; "
-        "--preset paper: 0.708", presets=("quick", "paper")),
+        "--preset paper: 0.708", presets=("quick", "paper"),
+        reformulation="fa.ablation_cosine.fa_everywhere_perp"),  # test (b) against P⊥Σ_{J_s}μ_j (issue 45)
 }
 
 FA_EMBEDDINGS = {

@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from ...nn.twolayer import logits_from_preact, patch_logits, patch_preactivation
+from ...placement import to_host
 from ...train.mixup import sample_beta
 
 RIVALS = ("label-smoothing", "same-class", "input-noise")
@@ -46,7 +47,7 @@ def same_class_pairs(y: torch.Tensor):
     """Every unordered pair i ≤ j of one class per replica, padded to a common length: (i, j, w) each (E, L), w = 2
     off the diagonal (both orders), 1 on it, 0 for padding; Σw = Σ_c N_c², the ordered same-class pairs."""
     rows = []
-    for ye in y.cpu():
+    for ye in to_host(y):
         same = (ye[:, None] == ye[None, :]).triu()
         i, j = same.nonzero(as_tuple=True)
         rows.append((i, j, torch.where(i == j, 1.0, 2.0)))

@@ -19,7 +19,7 @@ Decisions where the paper is silent (each is a config field; see docs/image-benc
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
@@ -79,6 +79,7 @@ class MMSpuriousConfig(ImageTrainFields):
     judge_table1: bool = Field(True, description="judge Table 1's test errors as claims (its setting: ResNet-18, "
                                "the whole training set, 100 epochs); False where a preset departs from it (a small "
                                "CNN on a subset, on the CPU): Table 1 is then printed beside the run, unjudged")
+    NEUTRAL_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("mix_rival",)  # added after the GPU units were kept (issue 46)
     mix_rival: Literal["none", "label-smoothing", "same-class", "input-noise"] = Field(
         "none", description="the objective of both Mixups: their own (none, the paper) or, as a rival, ERM on labels "
         "smoothed by the mixing's off-label mass, the same mixing within a class only, or ERM on inputs with "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ...placement import to_host
 from ...runs.claims import Control
 from .spurious_claims import METHOD_LABEL, PAPER_TABLE1, TOL
 
@@ -31,7 +32,7 @@ def off_label_mass(y: torch.Tensor, k: int) -> float:
 
 def same_class_partner(y: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     """(N,) a partner for each example, uniformly among the batch's examples of its class (itself included)."""
-    yc = y.cpu()
+    yc = to_host(y)
     j = torch.arange(len(yc))
     for c in yc.unique():
         idx = (yc == c).nonzero().flatten()
