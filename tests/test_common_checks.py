@@ -26,7 +26,8 @@ import featlab
 from featlab.data.base import Batch, Distribution
 from featlab.devicecheck import check_experiment
 from featlab.runs import registry
-from featlab.runs.diagnosis import KINDS, diagnosis_for
+from featlab.runs.claims import diagnosis_for
+from featlab.runs.diagnosis import KINDS
 from featlab.runs.registry import Experiment, list_experiments, paper_results, papers
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny runs: one thread is fastest (tests/conftest.py)

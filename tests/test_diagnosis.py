@@ -2,8 +2,8 @@
 
 import pytest
 
-from featlab.runs.claims import AtLeast, Claim
-from featlab.runs.diagnosis import Diagnosis, diagnosis_for, with_diagnoses
+from featlab.runs.claims import AtLeast, Claim, diagnosis_for, with_diagnoses
+from featlab.runs.diagnosis import Diagnosis
 
 
 def _claims():

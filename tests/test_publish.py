@@ -13,8 +13,8 @@ from featlab.config import ExperimentConfig
 from featlab.plotting import subplots
 from featlab.report.publish import stale
 from featlab.runs import registry
-from featlab.runs.claims import AtLeast, Claim, Control
-from featlab.runs.diagnosis import Diagnosis, with_diagnoses
+from featlab.runs.claims import AtLeast, Claim, Control, with_diagnoses
+from featlab.runs.diagnosis import Diagnosis
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import UnknownExperimentError
-from ..runs.diagnosis import Diagnosis, diagnosis_for
+from ..runs.claims import diagnosis_for
+from ..runs.diagnosis import Diagnosis
 from ..runs.record import check_counts, counts_text, is_check, is_counted, is_uncontrolled, status
 from ..runs.registry import get_experiment
 from ..text import fmt_value, table

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from .diagnosis import Diagnosis
@@ -335,3 +335,22 @@ class PaperResult:
     def __post_init__(self):
         if not self.claims and not self.reason:
             raise ValueError(f"{self.ref}: name the claims that check it or the reason none does")
+
+
+# ------------------------------------------------------------------------------------------ diagnoses
+def with_diagnoses(claims: Iterable[Claim], table: Mapping[str, Diagnosis | tuple[Diagnosis, ...]]) -> list[Claim]:
+    """The claims with their diagnoses attached; an id in ``table`` that names no claim is an error."""
+    claims = list(claims)
+    unknown = set(table) - {c.id for c in claims}
+    if unknown:
+        raise ValueError(f"diagnoses for undeclared claims: {sorted(unknown)}")
+    as_tuple = lambda d: d if isinstance(d, tuple) else (d,)
+    return [replace(c, diagnoses=as_tuple(table[c.id])) if c.id in table else c for c in claims]
+
+
+def diagnosis_for(claim: Claim | None, preset: str | None) -> Diagnosis | None:
+    """The diagnosis of ``claim`` at ``preset`` (the first that lists it), or None."""
+    if claim is None:
+        return None
+    return next((d for d in claim.diagnoses if preset in d.presets), None)
+

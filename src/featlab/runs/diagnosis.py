@@ -14,12 +14,8 @@ time by experiment, claim and preset, so adding one never needs a rerun.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from .claims import Claim
+from dataclasses import dataclass
+from typing import Any, Literal
 
 KINDS = ("budget", "formulation", "paper", "implementation")
 
@@ -49,21 +45,3 @@ class Diagnosis:
 
     def text(self) -> str:
         return f"{self.kind}: {self.why} (evidence: {self.evidence})"
-
-
-def with_diagnoses(claims: Iterable[Claim], table: Mapping[str, Diagnosis | tuple[Diagnosis, ...]]) -> list[Claim]:
-    """The claims with their diagnoses attached; an id in ``table`` that names no claim is an error."""
-    claims = list(claims)
-    unknown = set(table) - {c.id for c in claims}
-    if unknown:
-        raise ValueError(f"diagnoses for undeclared claims: {sorted(unknown)}")
-    as_tuple = lambda d: d if isinstance(d, tuple) else (d,)
-    return [replace(c, diagnoses=as_tuple(table[c.id])) if c.id in table else c for c in claims]
-
-
-def diagnosis_for(claim: Claim | None, preset: str | None) -> Diagnosis | None:
-    """The diagnosis of ``claim`` at ``preset`` (the first that lists it), or None."""
-    if claim is None:
-        return None
-    return next((d for d in claim.diagnoses if preset in d.presets), None)
-

@@ -24,14 +24,33 @@ Kinds "premise" (declared: a premise by design, e.g. the net's clean accuracy) a
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from .claims import Verdict
 from .registry import UnknownExperimentError, get_experiment
 
-if TYPE_CHECKING:  # the record module reads roles through this one: a type only, never imported at run time
-    from .record import RunRecord
+
+class RecordLike(Protocol):
+    """What the matrix reads of a run record: runs/record.py's RunRecord, which imports this module (so a type
+    import back would be a cycle)."""
+
+    dir: Path
+    summary: dict[str, Any]
+
+    @property
+    def experiment(self) -> str: ...
+
+    @property
+    def claims(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+
+R = TypeVar("R", bound=RecordLike)
 
 
 def status(claim: dict[str, Any]) -> str:
@@ -67,7 +86,7 @@ def _defaults(exp_id: str) -> dict[str, Any]:
         return {}
 
 
-def matches(rival: RunRecord, main: RunRecord) -> bool:
+def matches(rival: RecordLike, main: RecordLike) -> bool:
     """A rival (or control) run belongs to a main run when their configs agree outside the rival's own overrides; a
     field one record lacks (a run made before the field existed) reads as the field's default."""
     changed = set((rival.summary.get("control") or {}).get("overrides", {}))
@@ -77,7 +96,7 @@ def matches(rival: RunRecord, main: RunRecord) -> bool:
                if k not in changed)
 
 
-def rivals_for(main: RunRecord, controls: list[RunRecord]) -> list[RunRecord]:
+def rivals_for(main: RecordLike, controls: Sequence[R]) -> list[R]:
     """The newest complete control run of each control name that matches ``main`` (``controls`` newest first)."""
     seen, out = set(), []
     for c in controls:
@@ -88,7 +107,7 @@ def rivals_for(main: RunRecord, controls: list[RunRecord]) -> list[RunRecord]:
     return out
 
 
-def untrained_reason(rival: RunRecord, main: RunRecord) -> str:
+def untrained_reason(rival: RecordLike, main: RecordLike) -> str:
     """Why the rival's net does not count (a ``trained`` metric more than its margin below the paper net's), or ''."""
     info = rival.summary.get("control") or {}
     margin = float(info.get("margin", 0.05))
@@ -99,11 +118,11 @@ def untrained_reason(rival: RunRecord, main: RunRecord) -> str:
     return ""
 
 
-def cells(claim_id: str, main: RunRecord, rivals: list[RunRecord], declared: dict[str, Any],
-          itself: dict[str, RunRecord] | None = None) -> list[Cell]:
+def cells(claim_id: str, main: RecordLike, rivals: Sequence[RecordLike], declared: dict[str, Any],
+          itself: dict[str, RecordLike] | None = None) -> list[Cell]:
     """The claim on every mechanism rival the experiment declares (``declared``: name → Control), run or not;
     ``itself``: rivals whose settings the paper-net run already has (judged on that run)."""
-    runs: dict[Any, RunRecord] = dict(itself or {})
+    runs: dict[Any, RecordLike] = dict(itself or {})
     runs.update({(r.summary.get("control") or {}).get("name"): r for r in rivals})
     out = []
     for name, ctl in declared.items():
@@ -141,7 +160,7 @@ def role(row: list[Cell]) -> str:
     return MECHANISM if all(c.state == "failed" for c in bound) else UNSETTLED
 
 
-def annotate(main: RunRecord, controls: list[RunRecord], exp) -> None:
+def annotate(main: RecordLike, controls: Sequence[RecordLike], exp) -> None:
     """Give each claim of ``main`` (a paper-net run) its ``role`` and its ``rivals`` cells, in memory, from the
     matching rival runs among ``controls``; ``main.summary["rivals"]`` lists the rivals with their nets' metrics."""
     declared = {c.name: _Declared(c, exp) for c in exp.controls if c.kind == "mechanism"}

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ...runs.claims import Claim
-from ...runs.diagnosis import Diagnosis, with_diagnoses
+from ...runs.claims import Claim, with_diagnoses
+from ...runs.diagnosis import Diagnosis
 
 RFA_FIG2 = {
     "rfa.fig2_low_peak": Diagnosis(

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ...runs.claims import Claim
-from ...runs.diagnosis import Diagnosis, with_diagnoses
+from ...runs.claims import Claim, with_diagnoses
+from ...runs.diagnosis import Diagnosis
 
 FA_SYNTHETIC: dict[str, Diagnosis] = {}  # fa.lemma53_balanced's diagnosis was withdrawn with its verdict (claims
 # change log, 2026-11-27): a measurement has no verdict to explain, and it read the longer run against another T0

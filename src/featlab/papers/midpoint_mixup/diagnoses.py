@@ -3,7 +3,8 @@ class (budget, formulation, paper, implementation), the finding in a sentence an
 
 from __future__ import annotations
 
-from ...runs.diagnosis import Diagnosis, with_diagnoses
+from ...runs.claims import with_diagnoses
+from ...runs.diagnosis import Diagnosis
 
 # the experiments import with_diagnoses from here with their table: one import line each
 __all__ = ["MM_LINEAR", "MM_MULTIVIEW", "MM_PHASE", "MM_SPURIOUS_DIGITS", "with_diagnoses"]
