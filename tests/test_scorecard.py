@@ -125,3 +125,16 @@ def test_a_formulation_failure_is_listed_apart_until_its_reformulation_has_run()
     assert held.bucket == "held"  # a diagnosis never turns a held verdict into anything else
     bare = Found(old.verdict, "exp", "paper", "paper", "formulation")
     assert "no reformulation pre-registered yet" in entry(r, [bare], {}).reason
+
+
+def test_a_published_verdict_whose_threshold_moved_is_not_counted_and_says_so():
+    """The committed pages keep a verdict judged at its run's threshold; once the declared threshold moves (claims
+    change log) the scorecard lists it apart, 'rerun pending', never counted."""
+    from featlab.report.scorecard_sources import published
+    from test_publish import PENDING_RERUN
+
+    rows, _ = published(Path(__file__).resolve().parents[1] / "docs" / "results")
+    found = {f.claim: f for f in rows if f.experiment == "fa-synthetic" and f.tier == "paper"}
+    for _, claim in PENDING_RERUN:
+        assert found[claim].moved and found[claim].bucket == "moved", claim
+    assert not found["fa.binary_in_class"].moved and found["fa.binary_in_class"].bucket != "moved"

@@ -32,7 +32,8 @@ _APART_WHY = {"premise": "a premise: a rival net holds it too, or no rival must 
               "check": "a check: holds by construction or tests the generator",
               "measurement": "a measurement: the paper gives no number to judge it by",
               "formulation": "failed, diagnosed 'formulation': featlab's test, not the paper, is at fault",
-              "demo": "judged only at a demo preset (featlab's own settings, not the papers')"}
+              "demo": "judged only at a demo preset (featlab's own settings, not the papers')",
+              "moved": "its threshold moved since the published run (docs/claims-changelog.md): rerun pending"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Found:
     tier: str  # paper / theory / demo / quick
     diagnosis: str = ""  # the declared diagnosis's kind at this preset ('formulation', 'budget', ...)
     reformulation: str = ""  # a 'formulation' diagnosis's pre-registered reformulation (a claim id), if it names one
+    moved: str = ""  # the declared threshold, when it moved since this published verdict was judged (rerun pending)
 
     @property
     def claim(self) -> str:
@@ -56,6 +58,8 @@ class Found:
         diagnosed ✗ of runs/diagnosis.py) and diagnosed 'formulation' apart, whatever its role: never counted
         against the paper."""
         b = self.verdict.bucket
+        if self.moved:  # judged at a threshold since changed (claims change log): never counted until rerun
+            return "moved"
         if (self.diagnosis == "formulation" and self.verdict.kind == "claim"
                 and self.verdict.status in ("failed", "inconclusive")):
             return "formulation"
@@ -66,7 +70,7 @@ class Found:
                 "bucket": self.bucket, "status": self.verdict.status, "measured": self.verdict.measured,
                 "interval": list(self.verdict.interval) if self.verdict.interval else None,
                 "diagnosis": self.diagnosis or None, **({"reformulation": self.reformulation} if self.reformulation
-                                                         else {})}
+                                                         else {}), **({"moved_to": self.moved} if self.moved else {})}
 
 
 @dataclass

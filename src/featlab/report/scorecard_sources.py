@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import FeatlabError
 from ..runs.index import find_runs
-from ..runs.registry import get_experiment, list_experiments
+from ..runs.registry import UnknownExperimentError, get_experiment, list_experiments
 from ..runs.verdict import Verdict
 from ..utils import json_loads
 from .scorecard import Found
@@ -42,10 +42,21 @@ def published(root: str | Path) -> tuple[list[Found], dict[str, str]]:
             diag = row.get("diagnosis") or {}
             v = Verdict.from_dict(row)
             found.setdefault((v.id, exp, preset), Found(v, exp, preset, tier, diag.get("kind", ""),
-                                                        _reformulation(exp, v.id, preset, diag)))
+                                                        _reformulation(exp, v.id, preset, diag),
+                                                        _moved_threshold(exp, v.id, str(row.get("threshold")))))
         for exp, why in (data.get("not_run") or {}).items():
             not_run.setdefault(exp, str(why))
     return list(found.values()), not_run
+
+
+def _moved_threshold(experiment: str, claim: str, published: str) -> str:
+    """The claim's declared threshold when it is no longer the one its published row was judged at ('' if it is)."""
+    try:
+        declared = {c.id: c.threshold.text() for c in get_experiment(experiment).claims}
+    except UnknownExperimentError:
+        return ""
+    now = declared.get(claim)
+    return now if now is not None and now not in published else ""
 
 
 def _reformulation(experiment: str, claim: str, preset: str, published_diagnosis: dict) -> str:
